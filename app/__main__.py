@@ -1,0 +1,15 @@
+"""Composition root: ``neuronbench`` runs the CLI subcommands (the desktop app comes with the GUI issue)."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from app.cli import main as cli_main
+
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""``neuronbench`` subcommands (headless): progress on stderr, machine output on stdout.
+
+Every failure ends in one sentence on stderr and a non-zero exit status.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import app
+from app.cli import probe_cmd, run_cmd
+from app.core.errors import NeuronBenchError
+
+COMMANDS = (run_cmd, probe_cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="neuronbench",
+        description="Benchmark the same training or traced-inference workload on Trainium, Inferentia, "
+                    "GPU and CPU hosts, and compare speed and cost.")
+    parser.add_argument("--version", action="version", version=f"neuronbench {app.__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", metavar="PATH",
+                        help="keep runs, hosts and caches under PATH (default: per-user folders; "
+                             "or set NEURONBENCH_DATA_DIR)")
+    common.add_argument("--accept-new-host-key", action="store_true",
+                        help="trust an SSH host seen for the first time without asking (a changed key is "
+                             "always refused)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in COMMANDS:
+        module.register(commands, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return args.handler(args)
+    except NeuronBenchError as exc:
+        print(f"neuronbench: error: {exc}", file=sys.stderr)
+        if exc.detail and getattr(args, "verbose", False):
+            print(exc.detail, file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("neuronbench: interrupted", file=sys.stderr)
+        return 130

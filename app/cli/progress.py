@@ -1,0 +1,122 @@
+"""Live progress on stderr: phase lines and a redrawn bar with an ETA."""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections import deque
+from typing import Any, TextIO
+
+BAR_WIDTH = 28
+
+
+def _bar(fraction: float) -> str:
+    filled = int(round(max(0.0, min(1.0, fraction)) * BAR_WIDTH))
+    return "█" * filled + "░" * (BAR_WIDTH - filled)
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "ETA --"
+    seconds = int(round(seconds))
+    return f"ETA {seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"ETA {seconds}s"
+
+
+class ProgressPrinter:
+    """Consumes protocol events for one run and draws its progress.
+
+    On a terminal the bar is redrawn in place; elsewhere (CI logs, pipes) a
+    plain line is printed at every tenth of the way, so logs stay readable.
+    """
+
+    def __init__(self, host: str, spec: Any, label: str = "", stream: TextIO | None = None) -> None:
+        self.host = host
+        self.spec = spec
+        self.label = f"{host}{label}"
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.recent: deque[float] = deque(maxlen=20)
+        self._bar_shown = False
+        self._last_decile = -1
+        self._sizes_done = 0
+        self._measure_start: float | None = None
+
+    # ------------------------------------------------------------------ output
+    def _line(self, text: str) -> None:
+        if self._bar_shown:
+            self.stream.write("\r\033[K")
+            self._bar_shown = False
+        self.stream.write(f"[{self.label}] {text}\n")
+        self.stream.flush()
+
+    def _progress(self, fraction: float, text: str) -> None:
+        if self.tty:
+            self.stream.write(f"\r\033[K[{self.label}] {_bar(fraction)} {text}")
+            self.stream.flush()
+            self._bar_shown = True
+            return
+        decile = int(fraction * 10)
+        if decile != self._last_decile:
+            self._last_decile = decile
+            self._line(f"{int(fraction * 100):3d}% {text}")
+
+    # ------------------------------------------------------------------ events
+    def __call__(self, event: dict[str, Any]) -> None:
+        handler = getattr(self, "_on_" + event["type"], None)
+        if handler is not None:
+            handler(event)
+
+    def _on_hello(self, event: dict[str, Any]) -> None:
+        self._line(f"agent {event['agent_version']} (Python {event['python']}, pid {event['pid']}) "
+                   f"run {event['run_id']}")
+
+    def _on_probe(self, event: dict[str, Any]) -> None:
+        env = event["env"] or {}
+        cpu = (env.get("cpu") or {})
+        devices = env.get("devices") or []
+        kinds = ", ".join(sorted({d.get("kind", "?") for d in devices})) or "no accelerator"
+        self._line(f"host: {env.get('instance_type') or 'instance type unknown'}, {cpu.get('count')} CPUs, "
+                   f"{kinds}, torch {env.get('torch') or 'missing'}")
+        for warning in env.get("warnings") or []:
+            self._line(f"warning: {warning}")
+
+    def _on_phase(self, event: dict[str, Any]) -> None:
+        size = f" (batch {event['batch_size']})" if event.get("batch_size") is not None else ""
+        if event["state"] == "start" and event["name"] in ("compile", "warmup", "measure"):
+            if event["name"] == "measure":
+                self._measure_start = event["t"]
+            if self.spec.workload == "infer" or event["name"] != "compile":
+                self._line(f"{event['name']}{size} …")
+        elif event["state"] == "end" and event["name"] == "compile" and "seconds" in event:
+            self._line(f"compiled{size} in {event['seconds']:.2f} s")
+        elif event["state"] == "end" and event["name"] == "measure" and event.get("batch_size") is not None:
+            self._sizes_done += 1
+
+    def _on_step(self, event: dict[str, Any]) -> None:
+        if event.get("compiled"):
+            self._line(f"step {event['i']} compiled a graph ({event['dt_s']:.2f} s, excluded from the figures)")
+        else:
+            self.recent.append(event["dt_s"])
+        total = self.spec.steps
+        typical = statistics.median(self.recent) if self.recent else None
+        eta = typical * (total - event["i"]) if typical is not None else None
+        speed = f"{typical:.3f} s/step" if typical is not None else "compiling"
+        self._progress(event["i"] / total, f"{event['i']}/{total} steps  {speed}  {_eta(eta)}")
+
+    def _on_latency(self, event: dict[str, Any]) -> None:
+        sizes = len(self.spec.batch_sizes)
+        elapsed = event["t"] - self._measure_start if self._measure_start else 0.0
+        within = min(1.0, elapsed / self.spec.duration) if self.spec.duration else 1.0
+        fraction = (self._sizes_done + within) / sizes
+        self._progress(fraction, f"batch {event['batch_size']}: p50 {event['p50_ms']:.2f} ms, "
+                       f"p99 {event['p99_ms']:.2f} ms over {event['count']} requests")
+
+    def _on_log(self, event: dict[str, Any]) -> None:
+        if event.get("level") in ("warning", "error"):
+            self._line(f"{event['level']}: {event['message']}")
+
+    def _on_error(self, event: dict[str, Any]) -> None:
+        self._line(f"error ({event['kind']}): {event['message']}")
+
+    def _on_end(self, event: dict[str, Any]) -> None:
+        self._line(f"run {event['status']} at {time.strftime('%H:%M:%S', time.localtime(event['t']))}")

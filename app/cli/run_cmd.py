@@ -1,0 +1,145 @@
+"""``neuronbench run``: one spec on one or more hosts, with live progress and a readable summary."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import IO, Any
+
+from app.cli.hosts_resolve import transport_for
+from app.cli.progress import ProgressPrinter
+from app.cli.text import format_repeats, format_result
+from app.core.errors import AgentError, BadSpecError, NeuronBenchError
+from app.core.presets import PRESETS
+from app.core.results import aggregate_repeats
+from app.core.specs import build_spec, parse_batch_sizes, parse_model_args
+from app.paths import AppPaths
+from app.services.session import RunSession
+from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec
+
+INFER_DEFAULT_BATCH_SIZES = (1, 4, 16)
+_HELP = {name: meta.get("help", "") for name, meta in RunSpec.field_help().items()}
+
+
+def register(commands, common: argparse.ArgumentParser) -> None:
+    p = commands.add_parser("run", parents=[common], help="run a benchmark on one or more hosts",
+                            description="Run the same training or inference workload on every --host.")
+    p.add_argument("--host", action="append", required=True, metavar="HOST",
+                   help="host to run on (repeat for several; `local` is this computer)")
+    p.add_argument("--preset", choices=sorted(PRESETS), help="start from a ready-made spec: "
+                   + "; ".join(f"{p.name}: {p.title}" for p in PRESETS.values()))
+    p.add_argument("--workload", choices=WORKLOADS, help=_HELP["workload"])
+    p.add_argument("--model", help=_HELP["model"])
+    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help=_HELP["model_args"])
+    p.add_argument("--backend", choices=BACKENDS, help=_HELP["backend"])
+    sizes = p.add_mutually_exclusive_group()
+    sizes.add_argument("--batch-size", type=int, metavar="N", help=_HELP["batch_sizes"])
+    sizes.add_argument("--batch-sizes", metavar="1,4,16", help="inference batch-size sweep")
+    p.add_argument("--steps", type=int, metavar="N", help=_HELP["steps"])
+    p.add_argument("--warmup", type=int, metavar="N", help=_HELP["warmup"])
+    p.add_argument("--duration", type=float, metavar="S", help=_HELP["duration"])
+    p.add_argument("--min-iters", type=int, metavar="N", help=_HELP["min_iters"])
+    p.add_argument("--precision", choices=PRECISIONS, help=_HELP["precision"])
+    p.add_argument("--nproc", type=int, metavar="N", help=_HELP["nproc"])
+    p.add_argument("--workers", type=int, metavar="N", help=_HELP["workers"])
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="run N times, each in fresh processes; report the median and a bootstrap 95%% interval")
+    p.add_argument("--json", action="store_true", help="print the Result JSON list on stdout")
+    p.add_argument("--events", metavar="PATH", help="also write the raw event stream (JSON Lines) to PATH")
+    p.add_argument("--verbose", action="store_true", help="print error details (tracebacks, stderr tails)")
+    p.set_defaults(handler=handle)
+
+
+def spec_from_args(args: argparse.Namespace) -> RunSpec:
+    if args.preset is None and args.workload is None:
+        raise BadSpecError("say what to run: --workload train|infer, or --preset NAME")
+    base = PRESETS[args.preset].spec if args.preset else RunSpec(workload=args.workload)
+    workload = args.workload or base.workload
+    if args.batch_sizes is not None:
+        batch_sizes: tuple[int, ...] | None = parse_batch_sizes(args.batch_sizes)
+    elif args.batch_size is not None:
+        batch_sizes = (args.batch_size,)
+    elif workload == "infer" and args.preset is None:
+        batch_sizes = INFER_DEFAULT_BATCH_SIZES
+    else:
+        batch_sizes = None
+    if args.repeats < 1:
+        raise BadSpecError(f"--repeats must be 1 or more, not {args.repeats}")
+    model_args = parse_model_args(args.model_arg) if args.model_arg else None
+    return build_spec(base, workload=workload, model=args.model, model_args=model_args, backend=args.backend,
+                      batch_sizes=batch_sizes, steps=args.steps, warmup=args.warmup, duration=args.duration,
+                      min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers)
+
+
+def failed_result(host: str, spec: RunSpec, run_id: str, error: NeuronBenchError) -> dict[str, Any]:
+    """A Result for a run that produced none (the agent died, the host was unreachable)."""
+    return {"schema": "neuronbench.result/1", "run_id": run_id, "host": host, "workload": spec.workload,
+            "backend": spec.backend, "status": "failed",
+            "error": {"kind": getattr(error, "kind", type(error).__name__), "message": str(error),
+                      "detail": error.detail},
+            "spec": spec.to_dict(), "env": None, "train": None, "infer": None, "cost": None, "warnings": []}
+
+
+class EventsFile:
+    """``--events PATH``: every raw event of every run, in arrival order."""
+
+    def __init__(self, path: str | None) -> None:
+        self.handle: IO[str] | None = open(path, "w", encoding="utf-8") if path else None
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self.handle is not None:
+            self.handle.write(json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n")
+            self.handle.flush()
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+def handle(args: argparse.Namespace) -> int:
+    spec = spec_from_args(args)
+    paths = AppPaths.resolve(args.data_dir)
+    transports = [transport_for(host, paths) for host in args.host]
+    events_file = EventsFile(args.events)
+    results: list[dict[str, Any]] = []
+    try:
+        for transport in transports:
+            for repeat in range(args.repeats):
+                label = f" #{repeat + 1}/{args.repeats}" if args.repeats > 1 else ""
+                printer = ProgressPrinter(transport.host, spec, label)
+
+                def on_event(event: dict[str, Any], printer: ProgressPrinter = printer) -> None:
+                    events_file(event)
+                    printer(event)
+
+                session = RunSession(transport, spec, on_event=on_event)
+                try:
+                    result = session.run()
+                except (AgentError, NeuronBenchError) as exc:
+                    result = failed_result(transport.host, spec, session.run_id, exc)
+                if args.repeats > 1:
+                    result["repeat"] = {"index": repeat + 1, "of": args.repeats}
+                results.append(result)
+    finally:
+        events_file.close()
+        for transport in transports:
+            transport.close()
+
+    out = sys.stdout
+    if args.json:
+        json.dump(results, out, indent=2)
+        out.write("\n")
+    else:
+        for result in results:
+            print(format_result(result), file=out)
+        if args.repeats > 1:
+            print(format_repeats(aggregate_repeats(results)), file=out)
+    failures = [r for r in results if r.get("status") != "ok"]
+    for result in failures:
+        error = result.get("error") or {}
+        print(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
+              f"{error.get('message', 'no reason given')}", file=sys.stderr)
+        if error.get("detail") and (args.verbose or error.get("kind") in ("runtime", "oom", "internal")):
+            tail = "\n".join(error["detail"].strip().splitlines()[-15:])
+            print("  " + tail.replace("\n", "\n  "), file=sys.stderr)
+    return 1 if failures else 0

@@ -1,0 +1,103 @@
+"""Readable text for the terminal: a host's environment, a run's result, repeat statistics."""
+from __future__ import annotations
+
+from typing import Any
+
+from app.core.specs import spec_summary
+
+GIB = 1024 ** 3
+
+
+def _num(value: float | None, fmt: str = ".3f", missing: str = "N/A") -> str:
+    return missing if value is None else format(value, fmt)
+
+
+def format_env(host: str, env: dict[str, Any]) -> str:
+    cpu = env.get("cpu") or {}
+    python = env.get("python") or {}
+    mem = env.get("mem_bytes")
+    lines = [
+        f"{host}: {env.get('hostname', '?')} · {env.get('os', '?')}",
+        f"  instance   {env.get('instance_type') or 'N/A'} ({env.get('region') or 'region N/A'})",
+        f"  cpu        {cpu.get('model') or 'N/A'} · {cpu.get('count')} CPUs ({cpu.get('usable')} usable)",
+        f"  memory     {_num(mem / GIB if mem else None, '.1f')} GiB",
+        f"  python     {python.get('version')} at {python.get('executable')}",
+    ]
+    for key in ("torch", "torchvision", "timm", "torch_xla", "torch_neuronx", "neuronx_cc"):
+        lines.append(f"  {key:<10} {env.get(key) or 'N/A'}")
+    for device in env.get("devices") or []:
+        if device.get("kind") == "neuron":
+            busy = ", busy: " + ", ".join(str(p.get("pid")) for p in device.get("processes") or []) \
+                if device.get("processes") else ""
+            lines.append(f"  neuron {device.get('index')}   {device.get('cores')} NeuronCores, "
+                         f"{_num((device.get('memory_bytes') or 0) / GIB, '.0f')} GiB{busy}")
+        else:
+            lines.append(f"  gpu {device.get('index')}      {device.get('name')}, "
+                         f"{_num((device.get('memory_bytes') or 0) / GIB, '.1f')} GiB")
+    for venv in env.get("neuron_venvs") or []:
+        lines.append(f"  venv       {venv.get('path')} (torch-neuronx {venv.get('torch_neuronx') or 'N/A'})")
+    missing = env.get("missing") or {}
+    if missing:
+        lines.append("  not found:")
+        lines.extend(f"    {key}: {reason}" for key, reason in sorted(missing.items()))
+    for warning in env.get("warnings") or []:
+        lines.append(f"  warning: {warning}")
+    return "\n".join(lines)
+
+
+def format_result(result: dict[str, Any]) -> str:
+    spec = result.get("spec") or {}
+    backend = result.get("backend_detail") or {}
+    lines = [f"{result.get('host')} · run {result.get('run_id')} · {result.get('status')}",
+             f"  {spec_summary(spec) if spec else result.get('workload')}"
+             f"{' (ran on ' + str(backend.get('device')) + ')' if backend.get('device') else ''}"]
+    if result.get("error"):
+        lines.append(f"  error: {result['error'].get('message')}")
+    train = result.get("train")
+    if train:
+        step = train.get("step_time_s") or {}
+        ci = step.get("ci95") or [None, None]
+        compile_ = train.get("compile") or {}
+        window = train.get("window")
+        lines += [
+            f"  throughput  {_num(train.get('throughput_samples_per_s'), '.2f')} samples/s "
+            f"(global batch {train.get('global_batch')}, {train.get('world_size')} process(es))",
+            f"  step time   median {_num(step.get('median'), '.4f')} s "
+            f"(95% CI {_num(ci[0], '.4f')}–{_num(ci[1], '.4f')}), p90 {_num(step.get('p90'), '.4f')}, "
+            f"mean {_num(step.get('mean'), '.4f')} ± {_num(step.get('stdev'), '.4f')}",
+            f"  measured    {train.get('steps_measured')} of {train.get('steps_total')} steps"
+            + (f" (steps {window[0]}–{window[1]})" if window else ""),
+        ]
+        if compile_.get("steps"):
+            lines.append(f"  compile     {compile_.get('seconds', 0):.2f} s compiling {compile_.get('count')} "
+                         f"graph(s) in step(s) {', '.join(str(i) for i in compile_['steps'])}; "
+                         f"excluded from the figures")
+        else:
+            lines.append("  compile     none (eager execution)")
+    infer = result.get("infer")
+    if infer:
+        lines.append(f"  {'batch':>5} {'compile s':>9} {'requests':>8} {'p50 ms':>8} {'p90':>8} {'p95':>8} "
+                     f"{'p99':>8} {'mean':>8} {'samples/s':>10}")
+        for row in infer:
+            lat = row.get("latency_ms") or {}
+            flag = "" if row.get("p99_reliable", True) else "*"
+            lines.append(f"  {row.get('batch_size'):>5} {_num(row.get('compile_s'), '.2f'):>9} "
+                         f"{row.get('iterations'):>8} {_num(lat.get('p50'), '.2f'):>8} "
+                         f"{_num(lat.get('p90'), '.2f'):>8} "
+                         f"{_num(lat.get('p95'), '.2f'):>8} {_num(lat.get('p99'), '.2f') + flag:>8} "
+                         f"{_num(lat.get('mean'), '.2f'):>8} {_num(row.get('throughput_per_s'), '.1f'):>10}")
+        if any(not row.get("p99_reliable", True) for row in infer):
+            lines.append("  * p99 from fewer than 100 requests: rough")
+    for warning in result.get("warnings") or []:
+        lines.append(f"  warning: {warning}")
+    return "\n".join(lines)
+
+
+def format_repeats(rows: list[dict[str, Any]]) -> str:
+    lines = ["across repeats (median, bootstrap 95% interval):"]
+    for row in rows:
+        ci = row.get("ci95") or [None, None]
+        size = f" batch {row['batch_size']}" if row.get("batch_size") is not None else ""
+        lines.append(f"  {row['host']}{size}: {_num(row['median'], '.2f')} per s "
+                     f"({_num(ci[0], '.2f')}–{_num(ci[1], '.2f')}) over {row['repeats']} runs")
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+"""Typed errors, written once: each carries one sentence a user can act on.
+
+The CLI prints ``str(error)`` and exits non-zero; the GUI shows the same sentence
+in its error panel with ``detail`` behind a "details" expander.
+"""
+from __future__ import annotations
+
+
+class NeuronBenchError(Exception):
+    """Base class: ``str()`` is the user-facing sentence, ``detail`` the evidence."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+class BadSpecError(NeuronBenchError):
+    """The benchmark request is invalid (caught before anything runs)."""
+
+    exit_code = 2
+
+
+class ConnectError(NeuronBenchError):
+    """The host could not be reached (DNS, refused, timeout)."""
+
+
+class AuthError(NeuronBenchError):
+    """The host refused our credentials."""
+
+
+class HostKeyError(NeuronBenchError):
+    """The host's key is unknown (and not confirmed) or has changed."""
+
+
+class DeployError(NeuronBenchError):
+    """The agent could not be installed or started on the host."""
+
+
+class AgentError(NeuronBenchError):
+    """The agent reported a failure (an ``error`` event) or died without ending its stream."""
+
+    def __init__(self, message: str, detail: str = "", kind: str = "runtime") -> None:
+        super().__init__(message, detail)
+        self.kind = kind
+
+
+class ProtocolViolation(NeuronBenchError):
+    """The agent's stream broke protocol v1 (wrong version, bad line, seq out of order)."""

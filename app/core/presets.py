@@ -1,0 +1,37 @@
+"""Ready-made specs: the seed articles' experiments, and a quick first run for this computer."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from remote_agent.protocol import RunSpec
+
+TINY_VIT_ARGS = {"img_size": 32, "patch_size": 8, "depth": 2, "embed_dim": 64, "num_heads": 2}
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    title: str
+    spec: RunSpec
+
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (
+    Preset("quickstart", "A first look: ViT-Tiny training for 30 steps on this computer",
+           RunSpec(workload="train", model="vit_tiny_patch16_224", batch_sizes=(8,), steps=30, warmup=5,
+                   workers=1)),
+    Preset("tiny-train", "Tiny ViT training (the test model): seconds on any machine",
+           RunSpec(workload="train", model="vit_tiny_patch16_224", model_args=TINY_VIT_ARGS, batch_sizes=(8,),
+                   steps=20, warmup=3, workers=0)),
+    Preset("seed-train-trn1", "Seed: ViT-Base training, batch 16, bf16, 2 workers (trn1.2xlarge, 4 loader workers)",
+           RunSpec(workload="train", model="vit_base_patch16_224", batch_sizes=(16,), steps=500, warmup=10,
+                   precision="bf16", nproc=2, workers=4, backend="neuron")),
+    Preset("seed-train-inf2", "Seed: ViT-Base training on inf2.xlarge (2 loader workers)",
+           RunSpec(workload="train", model="vit_base_patch16_224", batch_sizes=(16,), steps=500, warmup=10,
+                   precision="bf16", nproc=2, workers=2, backend="neuron")),
+    Preset("seed-infer-resnet50", "Seed: traced ResNet-50 inference at batch 1 and 10 (Inf2 vs Inf1 article)",
+           RunSpec(workload="infer", model="resnet50", batch_sizes=(1, 10), warmup=1, min_iters=100,
+                   duration=10.0)),
+    Preset("vit-infer-sweep", "ViT-Base traced inference, batch 1, 4, 16",
+           RunSpec(workload="infer", model="vit_base_patch16_224", batch_sizes=(1, 4, 16), warmup=10,
+                   min_iters=100, duration=10.0)),
+)}

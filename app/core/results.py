@@ -1,0 +1,36 @@
+"""Reading Result JSON (DESIGN.md §4): headline figures, and medians across repeats."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from remote_agent.stats import bootstrap_ci, percentile
+
+Result = dict[str, Any]
+
+
+def throughput_rows(result: Result) -> list[tuple[int | None, float | None]]:
+    """(batch size, throughput) pairs: one for training, one per batch size for inference."""
+    if result.get("workload") == "train":
+        train = result.get("train") or {}
+        return [((result.get("spec") or {}).get("batch_sizes", [None])[0], train.get("throughput_samples_per_s"))]
+    return [(row.get("batch_size"), row.get("throughput_per_s")) for row in result.get("infer") or []]
+
+
+def aggregate_repeats(results: Sequence[Result]) -> list[dict[str, Any]]:
+    """Median throughput with a bootstrap 95% interval per (host, batch size) over successful repeats."""
+    groups: dict[tuple[str, int | None], list[float]] = defaultdict(list)
+    for result in results:
+        if result.get("status") != "ok":
+            continue
+        for batch, value in throughput_rows(result):
+            if value is not None:
+                groups[(result.get("host") or "?", batch)].append(value)
+    rows = []
+    for (host, batch), values in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
+        ci = bootstrap_ci(values)
+        rows.append({"host": host, "batch_size": batch, "repeats": len(values),
+                     "median": percentile(values, 50), "ci95": list(ci) if ci else None,
+                     "values": values})
+    return rows

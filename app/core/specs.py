@@ -1,0 +1,86 @@
+"""Building a RunSpec from what a user typed (CLI flags, GUI fields), with messages that name the flag."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from app.core.errors import BadSpecError
+from remote_agent.protocol import RunSpec, SpecError
+
+__all__ = ["RunSpec", "build_spec", "flag_for", "parse_batch_sizes", "parse_model_args"]
+
+
+def flag_for(field_name: str) -> str:
+    """The CLI flag a RunSpec field is set with (its name in messages)."""
+    meta = RunSpec.field_help().get(field_name, {})
+    return meta.get("flag") or "--" + field_name.replace("_", "-")
+
+
+def _literal(text: str) -> Any:
+    """``32`` -> 32, ``0.1`` -> 0.1, ``true``/``True`` -> True, ``none``/``null`` -> None, ``[1,2]`` -> list;
+    anything else stays a string (so ``global_pool=avg`` needs no quotes)."""
+    aliases = {"True": True, "False": False, "None": None, "none": None}
+    if text in aliases:
+        return aliases[text]
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, (int, float, bool, list)) or value is None else text
+
+
+def parse_model_args(items: Iterable[str]) -> dict[str, Any]:
+    """``["img_size=32", "depth=2"]`` -> ``{"img_size": 32, "depth": 2}``."""
+    args: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadSpecError(f"--model-arg {item!r} is not KEY=VALUE (e.g. --model-arg img_size=32)")
+        args[key.strip()] = _literal(value.strip())
+    return args
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    """``"1,4,16"`` -> ``(1, 4, 16)``."""
+    sizes = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            sizes.append(int(part))
+        except ValueError:
+            raise BadSpecError(f"--batch-sizes {text!r}: {part!r} is not a whole number") from None
+    return tuple(sizes)
+
+
+def build_spec(base: RunSpec | None = None, **changes: Any) -> RunSpec:
+    """A validated RunSpec; a bad value raises BadSpecError that names the flag to fix."""
+    data: dict[str, Any] = (base or RunSpec()).to_dict()
+    data.update({k: v for k, v in changes.items() if v is not None})
+    try:
+        return RunSpec.from_dict(data)
+    except SpecError as exc:
+        raise BadSpecError(_flagged(str(exc))) from None
+    except TypeError as exc:
+        raise BadSpecError(f"bad run spec: {exc}") from None
+
+
+def _flagged(message: str) -> str:
+    """Say ``--steps``/``--warmup`` where the spec's message says ``steps``/``warmup``."""
+    for name in sorted(RunSpec.field_help(), key=len, reverse=True):
+        readable = name.replace("_", " ")
+        for spelled in (name, readable):
+            if message.startswith(spelled + " ") or f" {spelled} (" in message:
+                message = message.replace(spelled, flag_for(name), 1)
+    return message
+
+
+def spec_summary(spec: RunSpec | Mapping[str, Any]) -> str:
+    """One line naming what runs: ``train vit_tiny_patch16_224 · batch 8 · 30 steps · cpu``."""
+    data = spec.to_dict() if isinstance(spec, RunSpec) else dict(spec)
+    sizes = ",".join(str(b) for b in data.get("batch_sizes", []))
+    work = (f"{data.get('steps')} steps" if data.get("workload") == "train"
+            else f"≥{data.get('min_iters')} requests and ≥{data.get('duration')} s per size")
+    procs = f" × {data['nproc']} processes" if data.get("nproc", 1) > 1 else ""
+    return (f"{data.get('workload')} {data.get('model')} · batch {sizes}{procs} · {work} · "
+            f"{data.get('backend')} · {data.get('precision')}")

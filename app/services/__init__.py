@@ -1,0 +1,1 @@
+"""I/O and threads behind a callback API (no Qt): transports, agent deploy, run sessions, the store."""

@@ -1,0 +1,132 @@
+"""Transports start the agent on a host and hand back its stdout/stderr.
+
+``LocalTransport`` runs the built zipapp in a subprocess: the same bytes, argv
+and stdin that ``SshTransport`` sends over SSH, so tests of the local path test
+the remote one too.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+
+from app.paths import AppPaths
+from app.services.agent_bundle import AgentBundle, ensure_bundle
+
+STDERR_KEEP_BYTES = 64 * 1024
+
+
+class StderrTail:
+    """Keeps the last bytes of a stream, read on its own thread so the pipe never fills."""
+
+    def __init__(self, stream, name: str) -> None:
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._size = 0
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), name=name, daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream) -> None:
+        for chunk in iter(lambda: stream.read1(4096) if hasattr(stream, "read1") else stream.read(4096), b""):
+            with self._lock:
+                self._chunks.append(chunk)
+                self._size += len(chunk)
+                while self._size > STDERR_KEEP_BYTES and len(self._chunks) > 1:
+                    self._size -= len(self._chunks.popleft())
+
+    def text(self, wait: float = 1.0) -> str:
+        self._thread.join(timeout=wait)
+        with self._lock:
+            return b"".join(self._chunks).decode("utf-8", "replace")
+
+
+class AgentProcess:
+    """A running agent command: iterate its stdout lines, then ``wait()``."""
+
+    def lines(self) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        raise NotImplementedError
+
+    def stderr_text(self) -> str:
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        raise NotImplementedError
+
+
+class Transport:
+    """Where an agent runs.  ``host`` is the name the user knows the machine by."""
+
+    host: str
+
+    def start(self, args: Sequence[str], stdin: bytes | None = None) -> AgentProcess:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return self.host
+
+    def close(self) -> None:
+        """Release connections (nothing to do for a local subprocess)."""
+
+
+class LocalAgentProcess(AgentProcess):
+    def __init__(self, popen: subprocess.Popen) -> None:
+        self._popen = popen
+        self._stderr = StderrTail(popen.stderr, f"agent-stderr-{popen.pid}")
+
+    def lines(self) -> Iterator[bytes]:
+        assert self._popen.stdout is not None
+        yield from iter(self._popen.stdout.readline, b"")
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        try:
+            return self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stderr_text(self) -> str:
+        return self._stderr.text()
+
+    def kill(self) -> None:
+        if self._popen.poll() is None:
+            self._popen.kill()
+
+
+class LocalTransport(Transport):
+    """The built-in ``local`` host: this computer, with the app's own Python (which has torch)."""
+
+    def __init__(self, paths: AppPaths, python: str | None = None, host: str = "local") -> None:
+        self.paths = paths
+        self.python = python or sys.executable
+        self.host = host
+        self._bundle: AgentBundle | None = None
+
+    @property
+    def bundle(self) -> AgentBundle:
+        if self._bundle is None:
+            self._bundle = ensure_bundle(self.paths.agent_builds)
+        return self._bundle
+
+    def start(self, args: Sequence[str], stdin: bytes | None = None) -> AgentProcess:
+        env = dict(os.environ)
+        env["NEURONBENCH_AGENT_HOME"] = str(self.paths.local_agent_home)
+        env["PYTHONUNBUFFERED"] = "1"
+        popen = subprocess.Popen([self.python, str(self.bundle.path), *args], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                 cwd=str(self.paths.cache))
+        assert popen.stdin is not None
+        try:
+            if stdin:
+                popen.stdin.write(stdin)
+            popen.stdin.close()
+        except BrokenPipeError:
+            pass  # the agent died at once; its stderr will say why
+        return LocalAgentProcess(popen)
+
+    def describe(self) -> str:
+        return f"this computer ({self.python})"

@@ -1,0 +1,53 @@
+"""``python agent.pyz probe|run|attach|cancel`` (and the internal ``_supervise``/``_worker``)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="neuronbench-agent", description="NeuronBench host agent (protocol v1)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    probe = commands.add_parser("probe", help="describe this host as one probe event")
+    probe.add_argument("--quick", action="store_true", help="skip the EC2 metadata lookup")
+    run = commands.add_parser("run", help="start a detached run (RunSpec JSON on stdin) and stream it")
+    run.add_argument("--run-id", default=None)
+    attach = commands.add_parser("attach", help="stream a run's events from a seq on")
+    attach.add_argument("run_id")
+    attach.add_argument("--from-seq", type=int, default=1)
+    cancel = commands.add_parser("cancel", help="stop a run and every process it started")
+    cancel.add_argument("run_id")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # Internal entry points take positional arguments only and skip argparse's import cost.
+    if argv and argv[0] == "_supervise":
+        from remote_agent.supervisor import main as supervise
+
+        return supervise(argv[1])
+    if argv and argv[0] == "_worker":
+        from remote_agent.worker import parse_args
+
+        return parse_args(argv[1:])
+    args = _parser().parse_args(argv)
+    from remote_agent import runner
+
+    out = sys.stdout.buffer
+    try:
+        if args.command == "probe":
+            return runner.probe(out, quick=args.quick)
+        if args.command == "run":
+            return runner.run(sys.stdin.read(), args.run_id, out)
+        if args.command == "attach":
+            return runner.attach(args.run_id, args.from_seq, out)
+        return runner.cancel(args.run_id)
+    except BrokenPipeError:
+        # The app went away (a dropped connection): the run itself goes on.
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The interface every backend implements, with the eager (cpu/cuda) behaviour as default."""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Optional
+
+
+class BackendUnavailable(Exception):
+    """The backend cannot run here; the message says what is missing and where we looked."""
+
+
+class Backend:
+    """One way of running the workloads.  Subclasses override what differs."""
+
+    name = "base"
+    dist_backend = "gloo"  # torch.distributed process group for torchrun workers
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+
+    # ----------------------------------------------------------------- lifecycle
+    def check(self) -> None:
+        """Raise BackendUnavailable if this backend cannot run here."""
+
+    def setup_env(self) -> None:
+        """Set environment variables that must exist before the device library loads."""
+
+    def describe(self) -> Dict[str, Any]:
+        """What actually ran: device name, library versions (goes into the result)."""
+        import torch
+
+        return {"name": self.name, "torch": torch.__version__, "threads": torch.get_num_threads()}
+
+    def device(self, local_rank: int) -> Any:
+        import torch
+
+        return torch.device("cpu")
+
+    def init_process_group(self) -> None:
+        import torch.distributed as dist
+
+        dist.init_process_group(self.dist_backend)
+
+    def wrap_for_training(self, model: Any, local_rank: int, world_size: int) -> Any:
+        """Data parallelism across torchrun workers (DDP for eager backends)."""
+        if world_size <= 1:
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model)
+
+    # ------------------------------------------------------------------ training
+    def optimizer_step(self, optimizer: Any) -> None:
+        optimizer.step()
+
+    def finish_step(self, loss: Any) -> float:
+        """Wait for the device to finish the step and return the loss value.
+
+        ``loss.item()`` copies the value to the host, which on every backend
+        means the step's work has completed: the step time is honest.
+        """
+        return float(loss.item())
+
+    def compile_stats(self) -> Optional[Dict[str, float]]:
+        """Cumulative compile count and seconds, or None where nothing compiles."""
+        return None
+
+    # ----------------------------------------------------------------- inference
+    def compile_for_inference(self, model: Any, example: Any, workdir: str) -> Callable[[Any], Any]:
+        """Return a callable that runs one request and returns its output on the host.
+
+        The caller times this method as the compile phase.
+        """
+        raise NotImplementedError
+
+    def inference_batch(self, batch_size: int) -> int:
+        """The batch actually fed per request (DataParallel feeds one per core)."""
+        return batch_size
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")

@@ -1,0 +1,29 @@
+"""The cpu backend: eager training, TorchScript-traced and frozen inference."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+from remote_agent.backends.base import Backend
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+    dist_backend = "gloo"
+
+    def describe(self) -> Dict[str, Any]:
+        info = super().describe()
+        info["device"] = "cpu"
+        return info
+
+    def compile_for_inference(self, model: Any, example: Any, workdir: str) -> Callable[[Any], Any]:
+        import torch
+
+        with torch.no_grad():
+            traced = torch.jit.trace(model, example, check_trace=False)
+            frozen = torch.jit.freeze(traced.eval())
+
+        def run(x: Any) -> Any:
+            with torch.no_grad():
+                return frozen(x)
+
+        return run

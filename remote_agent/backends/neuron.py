@@ -1,0 +1,73 @@
+"""The neuron backend: torch-xla on NeuronCores for training, torch_neuronx.trace for inference."""
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import sys
+from typing import Any, Callable, Dict
+
+from remote_agent.backends.base import BackendUnavailable
+from remote_agent.backends.xla import XlaBackend
+
+NEURON_VENV_GLOB = "/opt/aws_neuronx_venv_pytorch_*"
+
+
+class NeuronBackend(XlaBackend):
+    name = "neuron"
+
+    def check(self) -> None:
+        if importlib.util.find_spec("torch_neuronx") is None:
+            pattern = os.environ.get("NEURONBENCH_NEURON_VENV_GLOB", NEURON_VENV_GLOB)
+            venvs = sorted(glob.glob(pattern))
+            where = ("found %s: set the host's Python to %s/bin/python" % (", ".join(venvs), venvs[-1])
+                     if venvs else "found none")
+            raise BackendUnavailable(
+                "backend neuron needs torch-neuronx, which is not installed for %s; looked for Neuron venvs "
+                "in %s (%s). Neuron SDK 2.32 and later no longer ship torch-neuronx: use SDK <= 2.31 "
+                "(torch-neuronx 2.9 with torch-xla 2.9)" % (sys.executable, pattern, where))
+        if not glob.glob("/dev/neuron*"):
+            raise BackendUnavailable(
+                "backend neuron found torch-neuronx but no Neuron device (/dev/neuron* is missing): "
+                "run on a Trn1, Trn2 or Inf2 instance with the Neuron driver loaded")
+
+    def setup_env(self) -> None:
+        os.environ["PJRT_DEVICE"] = "NEURON"
+        if self.spec.stochastic_rounding:
+            os.environ["NEURON_RT_STOCHASTIC_ROUNDING_EN"] = "1"
+        if self.spec.neuron_cc_flags:
+            os.environ["NEURON_CC_FLAGS"] = self.spec.neuron_cc_flags
+        if self.spec.compile_cache:
+            os.environ["NEURON_COMPILE_CACHE_URL"] = self.spec.compile_cache
+
+    def describe(self) -> Dict[str, Any]:
+        import torch_neuronx
+
+        info = super().describe()
+        info["torch_neuronx"] = getattr(torch_neuronx, "__version__", None)
+        info["visible_cores"] = os.environ.get("NEURON_RT_VISIBLE_CORES")
+        return info
+
+    def compile_for_inference(self, model: Any, example: Any, workdir: str) -> Callable[[Any], Any]:
+        import torch
+        import torch_neuronx
+
+        traced = torch_neuronx.trace(model, example)
+        # The seed saves the traced model and loads it back: serving loads a saved
+        # artefact, so we time what serving runs.
+        path = os.path.join(workdir, "traced-bs%d.pt" % example.shape[0])
+        torch.jit.save(traced, path)
+        loaded = torch.jit.load(path)
+        if self.spec.nproc > 1:
+            # One copy per NeuronCore; each request feeds every core one batch.
+            loaded = torch_neuronx.DataParallel(loaded, device_ids=list(range(self.spec.nproc)),
+                                                set_dynamic_batching=False)
+
+        def run(x: Any) -> Any:
+            with torch.no_grad():
+                return loaded(x)
+
+        return run
+
+    def inference_batch(self, batch_size: int) -> int:
+        return batch_size * self.spec.nproc

@@ -1,0 +1,39 @@
+"""Pick the backend a spec asks for, or the best present one for ``auto``."""
+from __future__ import annotations
+
+import glob
+import importlib.util
+from typing import Any
+
+from remote_agent.backends.base import Backend, BackendUnavailable
+from remote_agent.backends.cpu import CpuBackend
+from remote_agent.backends.cuda import CudaBackend
+from remote_agent.backends.neuron import NeuronBackend
+from remote_agent.backends.xla import XlaBackend
+
+BACKENDS = {"cpu": CpuBackend, "cuda": CudaBackend, "xla": XlaBackend, "neuron": NeuronBackend}
+
+
+def auto_backend_name() -> str:
+    """neuron if torch-neuronx and a Neuron device are here, else cuda if a GPU is usable, else cpu."""
+    if importlib.util.find_spec("torch_neuronx") is not None and glob.glob("/dev/neuron*"):
+        return "neuron"
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda"
+    return "cpu"
+
+
+def resolve_backend(spec: Any) -> Backend:
+    """Instantiate and check the spec's backend.  Raises BackendUnavailable with the reason."""
+    name = auto_backend_name() if spec.backend == "auto" else spec.backend
+    if name not in BACKENDS:
+        raise BackendUnavailable("unknown backend %r" % (name,))
+    if importlib.util.find_spec("torch") is None:
+        raise BackendUnavailable("backend %s needs torch, which is not installed for this Python" % name)
+    backend = BACKENDS[name](spec)
+    backend.check()
+    backend.setup_env()
+    return backend

@@ -1,0 +1,60 @@
+"""Writing events: the run's sequenced log, and the workers' unsequenced side files."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import IO, Any, Dict, Optional
+
+from remote_agent.protocol import encode, finite, make_event
+
+
+class EventLog:
+    """Assigns ``seq`` and appends each event to a binary stream, flushed at once.
+
+    Thread-safe: the supervisor's relay loop, its stderr reader and the telemetry
+    sampler all emit through one EventLog.
+    """
+
+    def __init__(self, stream: IO[bytes], next_seq: int = 1) -> None:
+        self._stream = stream
+        self._seq = next_seq
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str, next_seq: int = 1) -> EventLog:
+        return cls(open(path, "ab", buffering=0), next_seq)
+
+    def emit(self, type_: str, t: Optional[float] = None, **payload: Any) -> Dict[str, Any]:
+        with self._lock:
+            event = make_event(type_, self._seq, t, **payload)
+            self._stream.write(encode(event))
+            self._stream.flush()
+            self._seq += 1
+            return event
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class WorkerEvents:
+    """A workload process's side channel to its supervisor: events without ``seq``.
+
+    Workers never write the run's log themselves (several torchrun ranks would
+    race for ``seq``); the supervisor reads these files, numbers the events and
+    appends them.  Compiler messages printed on stdout cannot corrupt this file.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._file = open(path, "ab", buffering=0)
+        self._lock = threading.Lock()
+
+    def emit(self, type_: str, t: Optional[float] = None, **payload: Any) -> None:
+        event = {"v": 1, "t": time.time() if t is None else t, "type": type_}
+        event.update(payload)
+        line = json.dumps(finite(event), separators=(",", ":"), allow_nan=False, default=str) + "\n"
+        with self._lock:
+            self._file.write(line.encode("utf-8"))
+
+    def close(self) -> None:
+        self._file.close()

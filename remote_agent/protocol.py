@@ -1,0 +1,323 @@
+"""Protocol v1: the one wire format between the agent and the app (DESIGN.md §3).
+
+The agent writes JSON Lines on stdout, one event per line, at most
+``MAX_LINE_BYTES`` a line.  Every event carries ``v``, ``seq`` (1, 2, 3, ...
+strictly increasing within a run), ``t`` (unix seconds) and ``type``.
+
+This module is imported by both sides, so it is stdlib-only and Python 3.8
+compatible.  The run specification the app sends on the agent's stdin lives
+here too (``RunSpec``): it is part of the wire format.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import secrets
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Dict, Iterable, Optional, Tuple
+
+PROTOCOL_VERSION = 1
+MAX_LINE_BYTES = 1 << 20
+# Long free text (tracebacks, stderr tails) is capped well below the line cap so
+# that one event never has to be cut in the middle of its structure.
+MAX_DETAIL_CHARS = 16000
+
+PHASES = ("setup", "compile", "warmup", "measure", "teardown")
+ERROR_KINDS = ("bad_spec", "backend_unavailable", "compile_failed", "oom", "runtime", "internal")
+END_STATUSES = ("ok", "failed", "cancelled")
+
+# Required fields per event type (beyond v/seq/t/type).  Extra fields are allowed:
+# they carry optional detail (e.g. a step's data-loader wait) that old readers ignore.
+EVENT_FIELDS: Dict[str, Tuple[str, ...]] = {
+    "hello": ("agent_version", "protocol_version", "pid", "python", "run_id"),
+    "probe": ("env",),
+    "phase": ("name", "state"),
+    "step": ("i", "dt_s", "samples", "compiled"),
+    "latency": ("batch_size", "count", "p50_ms", "p90_ms", "p99_ms"),
+    "sample": ("host", "devices"),
+    "log": ("level", "message"),
+    "result": ("result",),
+    "error": ("kind", "message"),
+    "end": ("status",),
+}
+EVENT_TYPES = tuple(EVENT_FIELDS)
+
+
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,79}$")
+
+
+def new_run_id() -> str:
+    """Sortable and unique: UTC time plus 6 random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id becomes a directory name on the host: no separators, no dot-dot."""
+    if not RUN_ID_PATTERN.match(run_id or "") or ".." in run_id:
+        raise ValueError("run id %r is not valid (letters, digits, _ . - only, at most 80)" % (run_id,))
+    return run_id
+
+
+class ProtocolError(ValueError):
+    """A line that is not a valid protocol v1 event, or an out-of-order stream."""
+
+
+def finite(value: Any) -> Any:
+    """NaN and infinity are not JSON: a metric that is not a number is missing (null)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def make_event(type_: str, seq: int, t: Optional[float] = None, **payload: Any) -> Dict[str, Any]:
+    """Build an event dict with the common header fields first."""
+    if type_ not in EVENT_FIELDS:
+        raise ProtocolError("unknown event type %r" % (type_,))
+    event = {"v": PROTOCOL_VERSION, "seq": seq, "t": time.time() if t is None else t, "type": type_}
+    event.update(payload)
+    return event
+
+
+def _cap_text(event: Dict[str, Any], limit: int) -> Dict[str, Any]:
+    """Shorten the free-text fields of an event, keeping their ends (where errors are)."""
+    capped = dict(event)
+    for key in ("detail", "message"):
+        value = capped.get(key)
+        if isinstance(value, str) and len(value) > limit:
+            capped[key] = "[... %d characters cut ...]\n" % (len(value) - limit) + value[-limit:]
+    return capped
+
+
+def encode(event: Dict[str, Any]) -> bytes:
+    """Serialise one event to a UTF-8 line ending in ``\\n``.
+
+    Free text is cut to ``MAX_DETAIL_CHARS`` (keeping the tail, where a traceback
+    ends).  An event that is still larger than the line cap is a bug in the
+    caller and raises ``ProtocolError`` rather than being silently mangled.
+    """
+    line = json.dumps(finite(_cap_text(event, MAX_DETAIL_CHARS)), ensure_ascii=False,
+                      separators=(",", ":"), allow_nan=False)
+    data = (line + "\n").encode("utf-8")
+    if len(data) > MAX_LINE_BYTES:
+        raise ProtocolError("event %s #%s is %d bytes, over the %d-byte line cap"
+                            % (event.get("type"), event.get("seq"), len(data), MAX_LINE_BYTES))
+    return data
+
+
+def decode(line: Any) -> Dict[str, Any]:
+    """Parse and validate one line.  Raises ``ProtocolError`` with the reason."""
+    if isinstance(line, str):
+        line = line.encode("utf-8")
+    if len(line) > MAX_LINE_BYTES:
+        raise ProtocolError("line of %d bytes exceeds the %d-byte cap" % (len(line), MAX_LINE_BYTES))
+    try:
+        event = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        snippet = line[:120].decode("utf-8", "replace").rstrip()
+        raise ProtocolError("not a JSON event: %s (line starts %r)" % (exc, snippet)) from None
+    if not isinstance(event, dict):
+        raise ProtocolError("an event must be a JSON object, got %s" % type(event).__name__)
+    if event.get("v") != PROTOCOL_VERSION:
+        raise ProtocolError("protocol version %r, this side speaks %d" % (event.get("v"), PROTOCOL_VERSION))
+    seq = event.get("seq")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise ProtocolError("seq must be a positive integer, got %r" % (seq,))
+    t = event.get("t")
+    if not isinstance(t, (int, float)) or isinstance(t, bool):
+        raise ProtocolError("t must be a number, got %r" % (t,))
+    type_ = event.get("type")
+    if type_ not in EVENT_FIELDS:
+        raise ProtocolError("unknown event type %r" % (type_,))
+    missing = [name for name in EVENT_FIELDS[type_] if name not in event]
+    if missing:
+        raise ProtocolError("%s event #%d lacks %s" % (type_, seq, ", ".join(missing)))
+    return event
+
+
+class SeqTracker:
+    """Checks that a stream's ``seq`` strictly increases and that ``hello`` comes first."""
+
+    def __init__(self) -> None:
+        self.last_seq = 0
+        self.saw_hello = False
+
+    def check(self, event: Dict[str, Any]) -> None:
+        if not self.saw_hello:
+            if event["type"] != "hello":
+                raise ProtocolError("the first event must be hello, got %s" % event["type"])
+            self.saw_hello = True
+        elif event["seq"] <= self.last_seq:
+            raise ProtocolError("seq went from %d to %d" % (self.last_seq, event["seq"]))
+        self.last_seq = event["seq"]
+
+
+# --------------------------------------------------------------------------- run spec
+
+WORKLOADS = ("train", "infer")
+BACKENDS = ("auto", "neuron", "xla", "cuda", "cpu")
+PRECISIONS = ("fp32", "bf16")
+DEFAULT_MODEL = "vit_base_patch16_224"
+# timm names (with an optional .pretrained_tag) and hf-hub ids: letters, digits, _ . - / :
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/:]{0,199}$")
+_MODEL_ARG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+class SpecError(ValueError):
+    """An invalid run specification; ``field`` names the offending field."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field_name
+
+
+def _help(text: str, flag: str = "") -> Dict[str, str]:
+    return {"help": text, "flag": flag}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to run: the same spec is sent to every host of a comparison."""
+
+    workload: str = field(default="train", metadata=_help(
+        "train: the seed's ViT training loop; infer: compile once, then time requests", "--workload"))
+    model: str = field(default=DEFAULT_MODEL, metadata=_help(
+        "timm model name, e.g. vit_base_patch16_224 (the seed's VisionTransformer())", "--model"))
+    model_args: Dict[str, Any] = field(default_factory=dict, metadata=_help(
+        "keyword arguments for timm.create_model, e.g. img_size=32 depth=2", "--model-arg"))
+    backend: str = field(default="auto", metadata=_help(
+        "neuron (torch-xla on NeuronCores), xla (any PJRT device), cuda, cpu, or auto: the best present",
+        "--backend"))
+    batch_sizes: Tuple[int, ...] = field(default=(16,), metadata=_help(
+        "per-process batch size; inference sweeps every size given", "--batch-size"))
+    steps: int = field(default=100, metadata=_help("training steps in all, warm-up included", "--steps"))
+    warmup: int = field(default=10, metadata=_help(
+        "steps (training) or requests (inference) run before measuring", "--warmup"))
+    duration: float = field(default=5.0, metadata=_help(
+        "inference: measure at least this many seconds per batch size", "--duration"))
+    min_iters: int = field(default=100, metadata=_help(
+        "inference: measure at least this many requests per batch size (p99 needs 100)", "--min-iters"))
+    precision: str = field(default="fp32", metadata=_help(
+        "fp32, or bf16 by casting the model (XLA_USE_BF16 is deprecated)", "--precision"))
+    nproc: int = field(default=1, metadata=_help(
+        "processes: torchrun workers for training (one per NeuronCore/GPU); NeuronCores for inference",
+        "--nproc"))
+    workers: int = field(default=2, metadata=_help("DataLoader worker processes per training process",
+                                                   "--workers"))
+    seed: int = field(default=0, metadata=_help("random seed (same initial weights on every worker)"))
+    neuron_cc_flags: str = field(default="", metadata=_help("NEURON_CC_FLAGS for neuronx-cc"))
+    stochastic_rounding: bool = field(default=True, metadata=_help(
+        "NEURON_RT_STOCHASTIC_ROUNDING_EN=1 (recommended with bf16 on Neuron)"))
+    compile_cache: str = field(default="", metadata=_help(
+        "Neuron compile cache directory (default /var/tmp/neuron-compile-cache)"))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "batch_sizes", tuple(self.batch_sizes))
+        object.__setattr__(self, "model_args", dict(self.model_args))
+        self.validate()
+
+    def validate(self) -> None:
+        def need(ok: bool, name: str, message: str) -> None:
+            if not ok:
+                raise SpecError(name, message)
+
+        def is_int(value: Any) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        need(self.workload in WORKLOADS, "workload",
+             "workload must be one of %s, not %r" % (", ".join(WORKLOADS), self.workload))
+        need(isinstance(self.model, str) and bool(_MODEL_NAME.match(self.model)), "model",
+             "model %r is not a timm model name (letters, digits and _ . - / : only)" % (self.model,))
+        need(self.backend in BACKENDS, "backend",
+             "backend must be one of %s, not %r" % (", ".join(BACKENDS), self.backend))
+        need(self.precision in PRECISIONS, "precision",
+             "precision must be fp32 or bf16, not %r" % (self.precision,))
+        need(len(self.batch_sizes) > 0, "batch_sizes", "give at least one batch size")
+        for size in self.batch_sizes:
+            need(is_int(size) and size > 0, "batch_sizes", "batch size must be a positive integer, not %r"
+                 % (size,))
+        need(len(set(self.batch_sizes)) == len(self.batch_sizes), "batch_sizes",
+             "batch sizes repeat: %s" % ",".join(str(b) for b in self.batch_sizes))
+        if self.workload == "train":
+            need(len(self.batch_sizes) == 1, "batch_sizes",
+                 "training takes one batch size per run, got %s (sweep with inference, or run once per size)"
+                 % ",".join(str(b) for b in self.batch_sizes))
+        need(is_int(self.warmup) and self.warmup >= 0, "warmup", "warmup must be 0 or more, not %r"
+             % (self.warmup,))
+        need(is_int(self.steps) and self.steps > 0, "steps", "steps must be a positive integer, not %r"
+             % (self.steps,))
+        if self.workload == "train":
+            need(self.steps > self.warmup, "steps",
+                 "steps (%d) must be greater than warmup (%d): no step would be measured"
+                 % (self.steps, self.warmup))
+        need(isinstance(self.duration, (int, float)) and not isinstance(self.duration, bool)
+             and math.isfinite(self.duration) and self.duration > 0, "duration",
+             "duration must be a positive number of seconds, not %r" % (self.duration,))
+        need(is_int(self.min_iters) and self.min_iters > 0, "min_iters",
+             "min_iters must be a positive integer, not %r" % (self.min_iters,))
+        need(is_int(self.nproc) and 1 <= self.nproc <= 256, "nproc",
+             "nproc must be between 1 and 256, not %r" % (self.nproc,))
+        need(is_int(self.workers) and 0 <= self.workers <= 64, "workers",
+             "workers must be between 0 and 64, not %r" % (self.workers,))
+        need(is_int(self.seed), "seed", "seed must be an integer")
+        need(isinstance(self.model_args, dict), "model_args", "model_args must be a mapping")
+        for key, value in self.model_args.items():
+            need(isinstance(key, str) and bool(_MODEL_ARG_KEY.match(key)), "model_args",
+                 "model argument name %r is not a Python identifier" % (key,))
+            need(_is_json_literal(value), "model_args",
+                 "model argument %s=%r is not a number, string, boolean, null or list of those" % (key, value))
+        need(isinstance(self.neuron_cc_flags, str) and "\n" not in self.neuron_cc_flags, "neuron_cc_flags",
+             "neuron_cc_flags must be one line of text")
+        need(isinstance(self.compile_cache, str) and "\n" not in self.compile_cache, "compile_cache",
+             "compile_cache must be a path")
+
+    @property
+    def batch_size(self) -> int:
+        """The training batch size (per process)."""
+        return self.batch_sizes[0]
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = asdict(self)
+        data["batch_sizes"] = list(self.batch_sizes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> RunSpec:
+        if not isinstance(data, dict):
+            raise SpecError("spec", "the run spec must be a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SpecError(unknown[0], "unknown spec field(s): %s" % ", ".join(unknown))
+        return cls(**data)
+
+    @classmethod
+    def field_help(cls) -> Dict[str, Dict[str, str]]:
+        """Help text and CLI flag per field: feeds ``--help`` and GUI tooltips."""
+        return {f.name: dict(f.metadata) for f in fields(cls)}
+
+
+def _is_json_literal(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(_is_json_literal(v) for v in value)
+    return False
+
+
+def iter_events(lines: Iterable[Any]) -> Iterable[Dict[str, Any]]:
+    """Decode a stream of lines, checking hello-first and strictly increasing seq."""
+    tracker = SeqTracker()
+    for line in lines:
+        if not line.strip():
+            continue
+        event = decode(line)
+        tracker.check(event)
+        yield event

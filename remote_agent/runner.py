@@ -1,0 +1,110 @@
+"""The agent's subcommands that talk to the app: ``probe``, ``run``, ``attach``, ``cancel``."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import IO, Optional
+
+import remote_agent
+from remote_agent.eventlog import EventLog
+from remote_agent.follow import follow
+from remote_agent.launch import agent_command, child_env
+from remote_agent.protocol import PROTOCOL_VERSION, RunSpec, SpecError, check_run_id, new_run_id
+from remote_agent.rundir import RunDir, supervisor_alive, supervisor_pid, tail_text
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_AGENT_DIED = 0, 2, 3
+
+
+def _hello(log: EventLog, run_id: Optional[str]) -> None:
+    log.emit("hello", agent_version=remote_agent.__version__, protocol_version=PROTOCOL_VERSION,
+             pid=os.getpid(), python=sys.version.split()[0], run_id=run_id)
+
+
+def probe(out: IO[bytes], quick: bool = False) -> int:
+    """hello, probe, end: the host's environment as data."""
+    from remote_agent.probe import collect_env
+
+    log = EventLog(out)
+    _hello(log, None)
+    log.emit("probe", env=collect_env(quick=quick))
+    log.emit("end", status="ok")
+    return EXIT_OK
+
+
+def _refuse(out: IO[bytes], run_id: Optional[str], message: str) -> int:
+    log = EventLog(out)
+    _hello(log, run_id)
+    log.emit("error", kind="bad_spec", message=message, detail="")
+    log.emit("end", status="failed")
+    return EXIT_BAD_INPUT
+
+
+def _died(run: RunDir, pid: Optional[int], code: Optional[int]) -> int:
+    how = "exited with code %s" % code if code is not None else "is gone"
+    sys.stderr.write("the agent's supervisor (pid %s) %s before the run ended; run directory %s\n"
+                     "--- agent.log ---\n%s\n--- stderr.log (tail) ---\n%s\n"
+                     % (pid, how, run.path, tail_text(run.agent_log), tail_text(run.stderr_log)))
+    return EXIT_AGENT_DIED
+
+
+def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
+    """Start a detached run and stream its events until it ends.
+
+    The supervisor runs in a new session: if this process dies with the
+    connection, the run goes on and ``attach`` picks the stream up again.
+    """
+    run_id = run_id or new_run_id()
+    try:
+        check_run_id(run_id)
+        spec = RunSpec.from_dict(json.loads(spec_text))
+    except (SpecError, ValueError) as exc:
+        return _refuse(out, run_id if run_id else None, "bad run spec: %s" % exc)
+    run_dir = RunDir.for_id(run_id)
+    try:
+        run_dir.create()
+    except FileExistsError:
+        return _refuse(out, run_id, "run %s already exists on this host; attach to it instead" % run_id)
+    with open(run_dir.spec, "w") as handle:
+        json.dump(spec.to_dict(), handle, indent=1)
+    with open(run_dir.agent_log, "wb") as agent_log:
+        proc = subprocess.Popen(agent_command() + ["_supervise", run_dir.path], start_new_session=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=agent_log,
+                                env=child_env(), cwd=run_dir.path)
+    status = follow(run_dir.events, out, 1, alive=lambda: proc.poll() is None)
+    if status is None:
+        return _died(run_dir, proc.pid, proc.poll())
+    return EXIT_OK
+
+
+def attach(run_id: str, from_seq: int, out: IO[bytes]) -> int:
+    """Replay a run's events from ``from_seq`` (after its hello) and follow it to the end."""
+    run_dir = RunDir.for_id(run_id)
+    if not run_dir.exists():
+        sys.stderr.write("no run %s on this host (looked in %s)\n" % (run_id, run_dir.path))
+        return EXIT_BAD_INPUT
+    status = follow(run_dir.events, out, max(1, from_seq), alive=lambda: supervisor_alive(run_dir))
+    if status is None:
+        return _died(run_dir, supervisor_pid(run_dir), None)
+    return EXIT_OK
+
+
+def cancel(run_id: str, grace_s: float = 15.0) -> int:
+    """Stop a run's whole process group (supervisor, torchrun, workers)."""
+    run_dir = RunDir.for_id(run_id)
+    pid = supervisor_pid(run_dir)
+    if pid is None or not supervisor_alive(run_dir):
+        sys.stderr.write("run %s is not running on this host\n" % run_id)
+        return EXIT_BAD_INPUT
+    os.killpg(pid, signal.SIGTERM)  # the supervisor leads its session: its pgid is its pid
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and supervisor_alive(run_dir):
+        time.sleep(0.05)
+    try:
+        os.killpg(pid, signal.SIGKILL)  # whatever ignored SIGTERM
+    except ProcessLookupError:
+        pass
+    return EXIT_OK

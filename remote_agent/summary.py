@@ -1,0 +1,84 @@
+"""Turning a run's measurements into the Result JSON (DESIGN.md §4 and §5)."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from remote_agent.stats import describe, tukey_outliers
+
+RESULT_SCHEMA = "neuronbench.result/1"
+
+
+def summarize_train(steps: List[Dict[str, Any]], warmup: int, worker: Dict[str, Any],
+                    warnings: List[str]) -> Dict[str, Any]:
+    """The ``train`` block from rank 0's step events and the worker's summary.
+
+    The steady window starts after ``warmup`` steps *and* after the last step
+    that compiled; compiled steps are listed and their time reported apart.
+    """
+    compiled = [s["i"] for s in steps if s.get("compiled")]
+    start_after = max([warmup] + compiled)
+    window = [s for s in steps if s["i"] > start_after]
+    late = [i for i in compiled if i > warmup]
+    if late:
+        warnings.append("step(s) %s compiled after the %d warm-up steps (a recompilation): the steady window "
+                        "starts after step %d" % (", ".join(str(i) for i in late), warmup, start_after))
+    times = [s["dt_s"] for s in window]
+    throughput: Optional[float] = None
+    if window:
+        throughput = sum(s["samples"] for s in window) / sum(times)
+        outliers = tukey_outliers(times)
+        if outliers:
+            worst = max(times[i] for i in outliers)
+            warnings.append("%d measured step(s) lie beyond 3 interquartile ranges (slowest %.4f s); they are "
+                            "kept in the figures" % (len(outliers), worst))
+    elif steps:
+        warnings.append("no steady step to measure: every step after warm-up compiled; raise --steps")
+    data_wait = sum(s.get("data_s", 0.0) for s in window)
+    if window and data_wait > 0.1 * sum(times):
+        warnings.append("the data loader held up %.0f%% of the measured time: raise --workers"
+                        % (100.0 * data_wait / sum(times)))
+    return {
+        "steps_total": len(steps),
+        "steps_measured": len(window),
+        "window": [window[0]["i"], window[-1]["i"]] if window else None,
+        "world_size": worker.get("world_size"),
+        "global_batch": worker.get("global_batch"),
+        "input_shape": worker.get("input_shape"),
+        "compile": {
+            "seconds": worker.get("compile_seconds", 0.0),
+            "count": worker.get("compile_count", 0),
+            "steps": compiled,
+            "steps_wall_s": sum(s["dt_s"] for s in steps if s.get("compiled")),
+        },
+        "step_time_s": describe(times),
+        "throughput_samples_per_s": throughput,
+    }
+
+
+def summarize_infer(size: Dict[str, Any]) -> Dict[str, Any]:
+    """One ``infer`` row from a batch-size worker's summary."""
+    keys = ("batch_size", "samples_per_request", "compile_s", "iterations", "wall_s", "latency_ms",
+            "throughput_per_s", "p99_reliable")
+    return {key: size.get(key) for key in keys}
+
+
+def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, Any]], status: str,
+                   error: Optional[Dict[str, Any]], backend: Optional[Dict[str, Any]],
+                   train: Optional[Dict[str, Any]], infer: Optional[List[Dict[str, Any]]],
+                   warnings: List[str]) -> Dict[str, Any]:
+    return {
+        "schema": RESULT_SCHEMA,
+        "run_id": run_id,
+        "host": None,  # the app fills in the host name it knows the machine by
+        "workload": spec.get("workload"),
+        "backend": (backend or {}).get("name") or spec.get("backend"),
+        "backend_detail": backend,
+        "status": status,
+        "error": {"kind": error["kind"], "message": error["message"]} if error else None,
+        "spec": spec,
+        "env": env,
+        "train": train,
+        "infer": infer,
+        "cost": None,
+        "warnings": warnings,
+    }

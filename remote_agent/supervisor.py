@@ -1,0 +1,228 @@
+"""The detached supervisor of one run (``agent _supervise RUN_DIR``).
+
+It runs in its own session (setsid), so a dropped SSH connection does not stop
+it.  It owns the run's event log: it says hello, probes the host, starts the
+workload processes (torchrun for several workers; one fresh process per batch
+size for inference, since the Neuron runtime must never be forked), numbers and
+appends their events, turns their stdout/stderr into ``log`` events, and ends
+with a ``result`` and an ``end`` event whatever happens.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+import remote_agent
+from remote_agent.eventlog import EventLog
+from remote_agent.follow import LineReader
+from remote_agent.launch import agent_command, child_env, torchrun_command
+from remote_agent.protocol import PROTOCOL_VERSION, RunSpec
+from remote_agent.rundir import RunDir, tail_text, write_pid_file
+from remote_agent.summary import compose_result, summarize_infer, summarize_train
+
+RELAY_POLL_S = 0.02
+LOG_LINES_PER_S = 20  # stderr lines streamed live per second; all of them stay in stderr.log
+TERMINATE_GRACE_S = 10.0
+
+_SIGNAL_HINTS = {
+    signal.SIGKILL: "it was killed (SIGKILL); the kernel's out-of-memory killer does this when memory runs "
+                    "out, so check `dmesg` and try a smaller --batch-size",
+    signal.SIGSEGV: "it crashed (SIGSEGV) inside native code",
+    signal.SIGTERM: "it was terminated (SIGTERM) by someone else",
+}
+
+
+class Launch:
+    """One workload process (or torchrun group) the supervisor starts."""
+
+    def __init__(self, index: int, argv: List[str], batch_size: Optional[int]) -> None:
+        self.index = index
+        self.argv = argv
+        self.batch_size = batch_size
+
+
+def plan_launches(spec: RunSpec, run: RunDir) -> List[Launch]:
+    base = ["_worker", run.path]
+    if spec.workload == "train":
+        args = base + ["0"]
+        argv = torchrun_command(spec.nproc, args) if spec.nproc > 1 else agent_command() + args
+        return [Launch(0, argv, None)]
+    return [Launch(i, agent_command() + base + [str(i), "--batch-size", str(size)], size)
+            for i, size in enumerate(spec.batch_sizes)]
+
+
+class StderrPump(threading.Thread):
+    """Copies a workload's output to stderr.log and streams it as ``log`` events, rate-limited."""
+
+    def __init__(self, stream: Any, log_path: str, events: EventLog) -> None:
+        super().__init__(name="stderr-pump", daemon=True)
+        self.stream, self.log_path, self.events = stream, log_path, events
+
+    def run(self) -> None:
+        budget_start, sent, held = time.monotonic(), 0, 0
+        with open(self.log_path, "ab") as log:
+            for raw in iter(self.stream.readline, b""):
+                log.write(raw)
+                log.flush()
+                now = time.monotonic()
+                if now - budget_start >= 1.0:
+                    if held:
+                        self.events.emit("log", level="info", message="(%d more output lines in stderr.log)" % held)
+                    budget_start, sent, held = now, 0, 0
+                if sent < LOG_LINES_PER_S:
+                    self.events.emit("log", level="stderr", message=raw.decode("utf-8", "replace").rstrip())
+                    sent += 1
+                else:
+                    held += 1
+            if held:
+                self.events.emit("log", level="info", message="(%d more output lines in stderr.log)" % held)
+
+
+class Supervisor:
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+        self.events = EventLog.open(run.events)
+        self.cancelled = False
+        self.error: Optional[Dict[str, Any]] = None
+        self.steps: List[Dict[str, Any]] = []
+        self.warnings: List[str] = []
+        self.proc: Optional[subprocess.Popen] = None
+        self._readers: Dict[str, LineReader] = {}
+
+    # ---------------------------------------------------------------- signals
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self.cancelled = True
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+
+    # ----------------------------------------------------------------- relay
+    def relay(self) -> None:
+        """Number and append every new event the workers wrote to their side files."""
+        try:
+            names = sorted(os.listdir(self.run.workers_dir))
+        except OSError:
+            return
+        for name in names:
+            if not name.endswith(".jsonl"):
+                continue
+            reader = self._readers.get(name)
+            if reader is None:
+                reader = self._readers[name] = LineReader(os.path.join(self.run.workers_dir, name))
+            for line in reader.read_lines():
+                self._relay_one(json.loads(line.decode("utf-8")))
+
+    def _relay_one(self, event: Dict[str, Any]) -> None:
+        type_, t = event.pop("type"), event.pop("t", None)
+        event.pop("v", None)
+        if type_ == "step":
+            self.steps.append(event)
+        elif type_ == "error" and self.error is None:
+            self.error = event
+        self.events.emit(type_, t=t, **event)
+
+    # ---------------------------------------------------------------- launch
+    def run_launch(self, launch: Launch) -> int:
+        self.proc = subprocess.Popen(launch.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, env=child_env(), cwd=self.run.path)
+        self.events.emit("log", level="info", message="workload process %d started%s"
+                         % (self.proc.pid, "" if launch.batch_size is None else
+                            " for batch size %d" % launch.batch_size), pid=self.proc.pid)
+        pump = StderrPump(self.proc.stdout, self.run.stderr_log, self.events)
+        pump.start()
+        deadline: Optional[float] = None
+        while self.proc.poll() is None:
+            self.relay()
+            if self.cancelled and deadline is None:
+                deadline = time.monotonic() + TERMINATE_GRACE_S
+            if deadline is not None and time.monotonic() > deadline:
+                self.proc.kill()
+            time.sleep(RELAY_POLL_S)
+        pump.join(timeout=5)
+        self.relay()
+        code = self.proc.returncode
+        if code != 0 and self.error is None and not self.cancelled:
+            self.error = self._exit_error(code)
+            self.events.emit("error", **self.error)
+        return code
+
+    def _exit_error(self, code: int) -> Dict[str, Any]:
+        if code < 0:
+            try:
+                hint = _SIGNAL_HINTS.get(signal.Signals(-code), "it died of signal %d" % -code)
+            except ValueError:
+                hint = "it died of signal %d" % -code
+        else:
+            hint = "it exited with code %d" % code
+        return {"kind": "oom" if code == -signal.SIGKILL else "runtime",
+                "message": "the workload process stopped before finishing: %s" % hint,
+                "detail": tail_text(self.run.stderr_log)}
+
+    # ------------------------------------------------------------------ main
+    def main(self) -> int:
+        self.events.emit("hello", agent_version=remote_agent.__version__, protocol_version=PROTOCOL_VERSION,
+                         pid=os.getpid(), python=sys.version.split()[0], run_id=self.run.run_id)
+        write_pid_file(self.run, os.getpid())
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        spec_dict: Dict[str, Any] = {}
+        env: Optional[Dict[str, Any]] = None
+        backend: Optional[Dict[str, Any]] = None
+        train = infer = None
+        status = "failed"
+        try:
+            with open(self.run.spec) as handle:
+                spec_dict = json.load(handle)
+            spec = RunSpec.from_dict(spec_dict)
+            self.events.emit("phase", name="setup", state="start")
+            from remote_agent.probe import collect_env
+
+            env = collect_env()
+            self.events.emit("probe", env=env)
+            self.events.emit("phase", name="setup", state="end")
+            sizes: List[Dict[str, Any]] = []
+            worker: Dict[str, Any] = {}
+            for launch in plan_launches(spec, self.run):
+                if self.cancelled:
+                    break
+                self.run_launch(launch)
+                summary_path = self.run.worker_summary(launch.index)
+                if os.path.exists(summary_path):
+                    with open(summary_path) as handle:
+                        worker = json.load(handle)
+                    backend = worker.get("backend", backend)
+                    self.warnings.extend(worker.get("warnings", []))
+                    if spec.workload == "infer":
+                        sizes.append(summarize_infer(worker))
+                if self.error is not None:
+                    break  # a failed batch size stops the sweep; finished sizes are kept
+            if spec.workload == "train":
+                train = summarize_train(self.steps, spec.warmup, worker, self.warnings) if self.steps else None
+            else:
+                infer = sizes
+            status = "cancelled" if self.cancelled else ("failed" if self.error else "ok")
+        except Exception as exc:
+            import traceback
+
+            self.error = {"kind": "internal", "message": "the agent failed: %s: %s" % (type(exc).__name__, exc),
+                          "detail": traceback.format_exc()}
+            self.events.emit("error", **self.error)
+        finally:
+            self.events.emit("phase", name="teardown", state="start")
+            result = compose_result(self.run.run_id, spec_dict, env, status, self.error, backend, train, infer,
+                                    self.warnings)
+            self.events.emit("result", result=result)
+            self.events.emit("phase", name="teardown", state="end")
+            self.events.emit("end", status=status)
+            self.events.close()
+        return 0
+
+
+def main(run_path: str) -> int:
+    return Supervisor(RunDir(run_path)).main()

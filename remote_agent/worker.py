@@ -1,0 +1,66 @@
+"""Entry point of a workload process (``agent _worker RUN_DIR LAUNCH [--batch-size N]``).
+
+Started by the supervisor, directly or through torchrun.  It reports through its
+own side file (``WorkerEvents``), never through stdout: compilers and runtimes
+print there, and the supervisor turns that text into ``log`` events instead.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import List, Optional
+
+from remote_agent.eventlog import WorkerEvents
+from remote_agent.protocol import RunSpec
+from remote_agent.rundir import RunDir
+
+
+def main(run_path: str, launch: int, batch_size: Optional[int]) -> int:
+    os.dup2(2, 1)  # anything printed on stdout becomes log text, not a corrupt event
+    run = RunDir(run_path)
+    rank = int(os.environ.get("RANK", "0"))
+    events = WorkerEvents(run.worker_events(launch, rank))
+    from remote_agent.workloads.train import Phase
+
+    phase = Phase()
+    try:
+        with open(run.spec) as handle:
+            spec = RunSpec.from_dict(json.load(handle))
+        from remote_agent.backends.registry import resolve_backend
+
+        backend = resolve_backend(spec)
+        if spec.workload == "train":
+            from remote_agent.workloads.train import run_train
+
+            run_train(spec, backend, events, run.worker_summary(launch), phase)
+        else:
+            if spec.nproc > 1 and backend.name != "neuron":
+                from remote_agent.workloads.models import SpecProblem
+
+                raise SpecProblem("inference --nproc %d spreads requests over NeuronCores; on %s one process "
+                                  "already uses the whole device, so run with --nproc 1" % (spec.nproc, backend.name))
+            from remote_agent.workloads.infer import run_infer
+
+            assert batch_size is not None
+            run_infer(spec, backend, events, run.worker_summary(launch), phase, batch_size, run.path)
+        return 0
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            return 130
+        from remote_agent.workloads.failures import classify
+
+        events.emit("error", rank=rank, **classify(exc, phase.name))
+        return 1
+    finally:
+        events.close()
+
+
+def parse_args(argv: List[str]) -> int:
+    run_path, launch = argv[0], int(argv[1])
+    batch_size = int(argv[3]) if len(argv) > 3 and argv[2] == "--batch-size" else None
+    return main(run_path, launch, batch_size)
+
+
+if __name__ == "__main__":
+    sys.exit(parse_args(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""The benchmark workloads (training and traced inference), run inside worker processes."""
