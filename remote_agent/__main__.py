@@ -28,6 +28,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         from remote_agent.supervisor import main as supervise
 
         return supervise(argv[1])
+    if argv and argv[0] == "_exec":
+        from remote_agent.orphan import exec_guarded
+
+        return exec_guarded(argv[1:])
     if argv and argv[0] == "_worker":
         from remote_agent.worker import parse_args
 

@@ -44,10 +44,20 @@ def _refuse(out: IO[bytes], run_id: Optional[str], message: str) -> int:
 
 
 def _died(run: RunDir, pid: Optional[int], code: Optional[int]) -> int:
-    how = "exited with code %s" % code if code is not None else "is gone"
-    sys.stderr.write("the agent's supervisor (pid %s) %s before the run ended; run directory %s\n"
-                     "--- agent.log ---\n%s\n--- stderr.log (tail) ---\n%s\n"
-                     % (pid, how, run.path, tail_text(run.agent_log), tail_text(run.stderr_log)))
+    """Explain on stderr why the stream stopped; the last line is the sentence for the user."""
+    if code is not None and code < 0:
+        try:
+            how = "was killed by %s" % signal.Signals(-code).name
+        except ValueError:
+            how = "was killed by signal %d" % -code
+    elif code is not None:
+        how = "exited with code %d" % code
+    else:
+        how = "is no longer running"
+    sys.stderr.write("--- agent.log ---\n%s\n--- stderr.log (tail) ---\n%s\n"
+                     % (tail_text(run.agent_log).strip(), tail_text(run.stderr_log).strip()))
+    sys.stderr.write("its supervisor (pid %s) %s before the run ended; the events so far are in %s\n"
+                     % (pid, how, run.events))
     return EXIT_AGENT_DIED
 
 

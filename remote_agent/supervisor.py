@@ -22,6 +22,7 @@ import remote_agent
 from remote_agent.eventlog import EventLog
 from remote_agent.follow import LineReader
 from remote_agent.launch import agent_command, child_env, torchrun_command
+from remote_agent.orphan import ENV_PARENT_PID
 from remote_agent.protocol import PROTOCOL_VERSION, RunSpec
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
 from remote_agent.summary import compose_result, summarize_infer, summarize_train
@@ -51,7 +52,9 @@ def plan_launches(spec: RunSpec, run: RunDir) -> List[Launch]:
     base = ["_worker", run.path]
     if spec.workload == "train":
         args = base + ["0"]
-        argv = torchrun_command(spec.nproc, args) if spec.nproc > 1 else agent_command() + args
+        # torchrun is wrapped in `_exec` so that it, too, dies with the supervisor.
+        argv = (agent_command() + ["_exec", "--"] + torchrun_command(spec.nproc, args)
+                if spec.nproc > 1 else agent_command() + args)
         return [Launch(0, argv, None)]
     return [Launch(i, agent_command() + base + [str(i), "--batch-size", str(size)], size)
             for i, size in enumerate(spec.batch_sizes)]
@@ -129,8 +132,10 @@ class Supervisor:
 
     # ---------------------------------------------------------------- launch
     def run_launch(self, launch: Launch) -> int:
+        env = child_env()
+        env[ENV_PARENT_PID] = str(os.getpid())
         self.proc = subprocess.Popen(launch.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, env=child_env(), cwd=self.run.path)
+                                     stderr=subprocess.STDOUT, env=env, cwd=self.run.path)
         self.events.emit("log", level="info", message="workload process %d started%s"
                          % (self.proc.pid, "" if launch.batch_size is None else
                             " for batch size %d" % launch.batch_size), pid=self.proc.pid)

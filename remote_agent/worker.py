@@ -12,12 +12,14 @@ import sys
 from typing import List, Optional
 
 from remote_agent.eventlog import WorkerEvents
+from remote_agent.orphan import die_with_parent
 from remote_agent.protocol import RunSpec
 from remote_agent.rundir import RunDir
 
 
 def main(run_path: str, launch: int, batch_size: Optional[int]) -> int:
     os.dup2(2, 1)  # anything printed on stdout becomes log text, not a corrupt event
+    die_with_parent()  # never outlive the supervisor (or torchrun) holding a NeuronCore
     run = RunDir(run_path)
     rank = int(os.environ.get("RANK", "0"))
     events = WorkerEvents(run.worker_events(launch, rank))

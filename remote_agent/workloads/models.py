@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any, Tuple
+from typing import Any, List, Tuple
 
 
 class SpecProblem(Exception):
@@ -14,6 +14,17 @@ def _base_name(name: str) -> str:
     return name.split(".", 1)[0] if not name.startswith(("hf-hub:", "hf_hub:")) else name
 
 
+def close_names(query: str, names: List[str], limit: int = 5) -> List[str]:
+    """Names that look like ``query``, also when it is a mistyped prefix (``vit_tinny``)."""
+    def score(name: str) -> float:
+        whole = difflib.SequenceMatcher(None, query, name).ratio()
+        prefix = difflib.SequenceMatcher(None, query, name[:len(query) + 1]).ratio()
+        return max(whole, prefix)
+
+    scored = sorted(((score(n), n) for n in names), key=lambda item: (-item[0], len(item[1]), item[1]))
+    return [n for s, n in scored[:limit] if s >= 0.75]
+
+
 def check_model_name(name: str) -> None:
     import timm
 
@@ -22,7 +33,7 @@ def check_model_name(name: str) -> None:
                           "architectures with random weights, name one instead" % name)
     if timm.is_model(_base_name(name)):
         return
-    close = difflib.get_close_matches(_base_name(name), timm.list_models(), n=5, cutoff=0.6)
+    close = close_names(_base_name(name), timm.list_models())
     hint = "did you mean %s?" % ", ".join(close) if close else "see timm.list_models() for the names"
     raise SpecProblem("unknown model %r (timm %s): %s" % (name, timm.__version__, hint))
 

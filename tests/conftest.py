@@ -1,0 +1,62 @@
+"""Shared fixtures: isolated data dirs, the real agent zipapp, and a CLI runner."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data"
+DOUBLES_BIN = REPO / "tests" / "doubles" / "bin"
+PYTHON = sys.executable
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self):
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "nb-data"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def cli_env(data_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["NEURONBENCH_DATA_DIR"] = str(data_dir)
+    # Never reach out to EC2 metadata from a test machine (the probe only would on EC2 anyway).
+    env.pop("NEURONBENCH_IMDS_ENDPOINT", None)
+    return env
+
+
+@pytest.fixture
+def run_cli(cli_env: dict[str, str]):
+    """Run ``neuronbench ARGS`` as a user would (a fresh process) and capture its output."""
+
+    def run(*args: str, timeout: float = 240, env: dict[str, str] | None = None) -> CliResult:
+        proc = subprocess.run([PYTHON, "-m", "app", *args], capture_output=True, text=True, timeout=timeout,
+                              env=env or cli_env, cwd=REPO)
+        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+    return run
+
+
+@pytest.fixture
+def app_paths(data_dir: Path):
+    from app.paths import AppPaths
+
+    return AppPaths.resolve(data_dir)
