@@ -1,0 +1,36 @@
+# Two commands on a fresh machine (see README.md):
+#   make app    install on first use, then run NeuronBench on this computer
+#   make test   install on first use (system packages too, when root), then run the full test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Re-install whenever pyproject.toml (the dependency list) changes.
+DEPS_HASH := $(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('pyproject.toml','rb').read()).hexdigest()[:12])")
+APP_STAMP := $(VENV)/.installed-app-$(DEPS_HASH)
+TEST_STAMP := $(VENV)/.installed-test-$(DEPS_HASH)
+
+.PHONY: app test system-packages bench
+
+app: $(APP_STAMP)
+	$(BIN)/neuronbench run --host local --preset quickstart
+
+test: $(TEST_STAMP) system-packages
+	$(BIN)/python -m pytest
+
+system-packages:
+	@sh tests/system_packages.sh
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(APP_STAMP): $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.[local]'
+	touch $@
+
+$(TEST_STAMP): $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@ $(APP_STAMP)
+
+bench: $(TEST_STAMP)
+	$(BIN)/python bench/overhead.py

@@ -1,0 +1,89 @@
+"""Agent overhead: the agent's median steady step time against the bare seed loop, side by side.
+
+For each configuration both sides train the same model with the same batch on
+the same device, in alternating rounds (bare, agent, bare, agent, ...) so that
+drift of the machine hits both.  The agent side is the full product path: the
+real zipapp started by ``LocalTransport`` (supervisor, worker, event log,
+follower, the app decoding every event).  Steady steps are the same on both
+sides: after the warm-up and after the last compile.  Prints the ratio of
+medians agent / bare (targets: <= 1.02 for vit_small at 224, <= 1.10 for the
+tiny test model).
+
+    python bench/overhead.py [--rounds 3] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from app.paths import AppPaths  # noqa: E402
+from app.services.session import RunSession  # noqa: E402
+from app.services.transport import LocalTransport  # noqa: E402
+from remote_agent.protocol import RunSpec  # noqa: E402
+
+TINY = {"img_size": 32, "patch_size": 8, "depth": 2, "embed_dim": 64, "num_heads": 2}
+CONFIGS = [
+    # name, model, model args, batch, steps, warmup, backend, target
+    ("tiny ViT (test model), cpu", "vit_tiny_patch16_224", TINY, 8, 300, 20, "cpu", 1.10),
+    ("tiny ViT (test model), xla", "vit_tiny_patch16_224", TINY, 8, 150, 20, "xla", 1.10),
+    ("ViT-Small 224, cpu", "vit_small_patch16_224", {}, 8, 30, 5, "cpu", 1.02),
+]
+
+
+def bare_steps(model, model_args, batch, steps, backend):
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "seed_loop.py"), "--model", model,
+                          "--model-args", json.dumps(model_args), "--batch-size", str(batch),
+                          "--steps", str(steps), "--backend", backend, "--workers", "0"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="tiny model only")
+    args = parser.parse_args()
+    configs = CONFIGS[:2] if args.quick else CONFIGS
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = AppPaths.resolve(tmp)
+        print(f"{'configuration':<30} {'bare median s':>14} {'agent median s':>15} {'ratio':>7} {'target':>7}")
+        for name, model, model_args, batch, steps, warmup, backend, target in configs:
+            bare, agent = [], []
+            for _ in range(args.rounds):
+                times = bare_steps(model, model_args, batch, steps, backend)
+                bare.extend(steady(times, warmup))
+                agent.extend(run_agent(paths, model, model_args, batch, steps, warmup, backend))
+            ratio = statistics.median(agent) / statistics.median(bare)
+            print(f"{name:<30} {statistics.median(bare):>14.5f} {statistics.median(agent):>15.5f} "
+                  f"{ratio:>7.3f} {'≤ ' + str(target):>7}  ({len(bare)} vs {len(agent)} steady steps)")
+
+
+def steady(times, warmup, compiled=()):
+    """Steps after warm-up and after the last slow first steps (the bare loop has no compile metric,
+    so its first steps are skipped generously: warm-up, and any step 5x slower than the median)."""
+    after = times[warmup:]
+    typical = statistics.median(after)
+    last_slow = max([i for i, t in enumerate(after) if t > 5 * typical], default=-1)
+    return after[last_slow + 1:]
+
+
+def run_agent(paths, model, model_args, batch, steps, warmup, backend):
+    spec = RunSpec(workload="train", model=model, model_args=model_args, batch_sizes=(batch,), steps=steps,
+                   warmup=warmup, backend=backend, workers=0)
+    events = []
+    result = RunSession(LocalTransport(paths), spec, on_event=events.append).run()
+    assert result["status"] == "ok", result["error"]
+    first, last = result["train"]["window"]
+    return [e["dt_s"] for e in events if e["type"] == "step" and first <= e["i"] <= last]
+
+
+if __name__ == "__main__":
+    main()
