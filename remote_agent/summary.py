@@ -44,6 +44,7 @@ def summarize_train(steps: List[Dict[str, Any]], warmup: int, worker: Dict[str, 
         "world_size": worker.get("world_size"),
         "global_batch": worker.get("global_batch"),
         "input_shape": worker.get("input_shape"),
+        "param_dtype": worker.get("param_dtype"),
         "compile": {
             "seconds": worker.get("compile_seconds", 0.0),
             "count": worker.get("compile_count", 0),

@@ -42,6 +42,11 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=PRECISIONS, help=_HELP["precision"])
     p.add_argument("--nproc", type=int, metavar="N", help=_HELP["nproc"])
     p.add_argument("--workers", type=int, metavar="N", help=_HELP["workers"])
+    neuron = p.add_argument_group("Neuron options")
+    neuron.add_argument("--neuron-cc-flags", metavar="FLAGS", help=_HELP["neuron_cc_flags"])
+    neuron.add_argument("--compile-cache", metavar="DIR", help=_HELP["compile_cache"])
+    neuron.add_argument("--no-stochastic-rounding", dest="stochastic_rounding", action="store_false", default=None,
+                        help="leave NEURON_RT_STOCHASTIC_ROUNDING_EN unset")
     p.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="run N times, each in fresh processes; report the median and a bootstrap 95%% interval")
     p.add_argument("--json", action="store_true", help="print the Result JSON list on stdout")
@@ -68,7 +73,9 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     model_args = parse_model_args(args.model_arg) if args.model_arg else None
     return build_spec(base, workload=workload, model=args.model, model_args=model_args, backend=args.backend,
                       batch_sizes=batch_sizes, steps=args.steps, warmup=args.warmup, duration=args.duration,
-                      min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers)
+                      min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers,
+                      neuron_cc_flags=args.neuron_cc_flags, compile_cache=args.compile_cache,
+                      stochastic_rounding=args.stochastic_rounding)
 
 
 def failed_result(host: str, spec: RunSpec, run_id: str, error: NeuronBenchError) -> dict[str, Any]:

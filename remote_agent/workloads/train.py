@@ -104,6 +104,7 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
             "global_batch": global_batch,
             "input_shape": [channels, height, width],
             "num_classes": num_classes,
+            "param_dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
             "backend": backend.describe(),
             "compile_seconds": (compile_after["seconds"] - compile_before["seconds"])
             if compile_after and compile_before else 0.0,

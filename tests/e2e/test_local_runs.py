@@ -65,6 +65,13 @@ def test_xla_training_compiles_and_keeps_compiled_steps_out_of_the_figures(run_c
     assert train["step_time_s"]["median"] < train["compile"]["steps_wall_s"] / len(compiled)
 
 
+def test_bf16_casts_the_model_instead_of_the_deprecated_flag(run_cli):
+    out = run_cli(*TRAIN, "--backend", "cpu", "--steps", "4", "--warmup", "1", "--precision", "bf16")
+    assert out.code == 0, out.stderr
+    result = _only(out.json())
+    assert result["spec"]["precision"] == "bf16" and result["train"]["param_dtype"] == "bfloat16"
+
+
 def test_inference_sweep_reports_every_percentile_per_batch_size(run_cli):
     out = run_cli("run", "--host", "local", "--workload", "infer", *tiny_model_flags(), "--backend", "cpu",
                   "--batch-sizes", "1,4", "--duration", "0.5", "--min-iters", "120", "--warmup", "3", "--json")
