@@ -9,8 +9,7 @@ from typing import Any, Callable, Dict
 
 from remote_agent.backends.base import BackendUnavailable
 from remote_agent.backends.xla import XlaBackend
-
-NEURON_VENV_GLOB = "/opt/aws_neuronx_venv_pytorch_*"
+from remote_agent.probe.packages import DEFAULT_VENV_GLOB, VENV_GLOB_ENV
 
 
 class NeuronBackend(XlaBackend):
@@ -18,7 +17,7 @@ class NeuronBackend(XlaBackend):
 
     def check(self) -> None:
         if importlib.util.find_spec("torch_neuronx") is None:
-            pattern = os.environ.get("NEURONBENCH_NEURON_VENV_GLOB", NEURON_VENV_GLOB)
+            pattern = os.environ.get(VENV_GLOB_ENV) or DEFAULT_VENV_GLOB
             venvs = sorted(glob.glob(pattern))
             where = ("found %s: set the host's Python to %s/bin/python" % (", ".join(venvs), venvs[-1])
                      if venvs else "found none")
