@@ -6,6 +6,27 @@ import time
 from typing import IO, Callable, List, Optional
 
 POLL_S = 0.02
+IDLE_POLL_S = 0.2
+
+
+class Backoff:
+    """Poll fast while events flow, slower while nothing happens.
+
+    Polling a file every 20 ms costs little, but on a 2-vCPU host every wake-up
+    competes with the workload's threads; when a step takes seconds there is
+    nothing to read for seconds.  The interval grows 1.5x per idle poll up to
+    ``IDLE_POLL_S`` and drops back at the first new event.
+    """
+
+    def __init__(self, fast: float = POLL_S, slow: float = IDLE_POLL_S) -> None:
+        self.fast, self.slow, self.interval = fast, slow, fast
+
+    def reset(self) -> None:
+        self.interval = self.fast
+
+    def wait(self, active: bool) -> None:
+        self.interval = self.fast if active else min(self.slow, self.interval * 1.5)
+        time.sleep(self.interval)
 
 
 class LineReader:
@@ -35,8 +56,7 @@ class LineReader:
             self._handle.close()
 
 
-def follow(path: str, out: IO[bytes], from_seq: int, alive: Callable[[], bool],
-           poll_s: float = POLL_S) -> Optional[str]:
+def follow(path: str, out: IO[bytes], from_seq: int, alive: Callable[[], bool]) -> Optional[str]:
     """Copy events from the log at ``path`` to ``out`` until the ``end`` event.
 
     The stream always starts with the run's ``hello`` (seq 1), then every event
@@ -45,6 +65,7 @@ def follow(path: str, out: IO[bytes], from_seq: int, alive: Callable[[], bool],
     supervisor died (``alive()`` turned false) before writing ``end``.
     """
     reader = LineReader(path)
+    backoff = Backoff()
     last_look = False
     try:
         while True:
@@ -58,6 +79,7 @@ def follow(path: str, out: IO[bytes], from_seq: int, alive: Callable[[], bool],
                     return str(event.get("status"))
             if lines:
                 out.flush()
+                backoff.reset()
                 continue
             if last_look:
                 return None
@@ -65,6 +87,6 @@ def follow(path: str, out: IO[bytes], from_seq: int, alive: Callable[[], bool],
                 # Read once more: the supervisor may have written its last lines as it exited.
                 last_look = True
                 continue
-            time.sleep(poll_s)
+            backoff.wait(active=False)
     finally:
         reader.close()

@@ -20,14 +20,13 @@ from typing import Any, Dict, List, Optional
 
 import remote_agent
 from remote_agent.eventlog import EventLog
-from remote_agent.follow import LineReader
+from remote_agent.follow import Backoff, LineReader
 from remote_agent.launch import agent_command, child_env, torchrun_command
 from remote_agent.orphan import ENV_PARENT_PID
 from remote_agent.protocol import PROTOCOL_VERSION, RunSpec
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
 from remote_agent.summary import compose_result, summarize_infer, summarize_train
 
-RELAY_POLL_S = 0.02
 LOG_LINES_PER_S = 20  # stderr lines streamed live per second; all of them stay in stderr.log
 TERMINATE_GRACE_S = 10.0
 
@@ -106,12 +105,13 @@ class Supervisor:
             proc.terminate()
 
     # ----------------------------------------------------------------- relay
-    def relay(self) -> None:
-        """Number and append every new event the workers wrote to their side files."""
+    def relay(self) -> bool:
+        """Number and append every new event the workers wrote to their side files; True if any."""
         try:
             names = sorted(os.listdir(self.run.workers_dir))
         except OSError:
-            return
+            return False
+        relayed = False
         for name in names:
             if not name.endswith(".jsonl"):
                 continue
@@ -120,6 +120,8 @@ class Supervisor:
                 reader = self._readers[name] = LineReader(os.path.join(self.run.workers_dir, name))
             for line in reader.read_lines():
                 self._relay_one(json.loads(line.decode("utf-8")))
+                relayed = True
+        return relayed
 
     def _relay_one(self, event: Dict[str, Any]) -> None:
         type_, t = event.pop("type"), event.pop("t", None)
@@ -142,13 +144,14 @@ class Supervisor:
         pump = StderrPump(self.proc.stdout, self.run.stderr_log, self.events)
         pump.start()
         deadline: Optional[float] = None
+        backoff = Backoff()
         while self.proc.poll() is None:
-            self.relay()
+            active = self.relay()
             if self.cancelled and deadline is None:
                 deadline = time.monotonic() + TERMINATE_GRACE_S
             if deadline is not None and time.monotonic() > deadline:
                 self.proc.kill()
-            time.sleep(RELAY_POLL_S)
+            backoff.wait(active)
         pump.join(timeout=5)
         self.relay()
         code = self.proc.returncode
