@@ -73,10 +73,13 @@ def default_clients() -> tuple[Any, Callable[[str], Any]]:
             lambda region: boto3.client("ec2", region_name=region, config=config))
 
 
+_NO_CREDENTIALS = ("NoCredentialsError", "PartialCredentialsError", "NoAuthTokenError")
+
+
 def _explain(exc: Exception, doing: str) -> NeuronBenchError:
     """One sentence for a botocore failure."""
     name = type(exc).__name__
-    if name in ("NoCredentialsError", "PartialCredentialsError", "NoAuthTokenError"):
+    if name in _NO_CREDENTIALS:
         return NeuronBenchError(f"no AWS credentials found while {doing}: configure them (`aws configure`, "
                                 f"AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY); {_NEEDS}")
     response = getattr(exc, "response", None)
@@ -201,7 +204,7 @@ def refresh(instance_types: Sequence[str], regions: Sequence[str], pricing: Any 
             if not _is_botocore_error(exc):
                 raise
             error = _explain(exc, f"reading spot prices in {region}")
-            if "credentials" in str(error):
+            if type(exc).__name__ in _NO_CREDENTIALS:
                 raise error from None
-            outcome.problems.append(str(error))
+            outcome.problems.append(str(error))  # e.g. an opt-in region not enabled: the others go on
     return outcome
