@@ -46,7 +46,9 @@ def summarize_samples(samples: Sequence[dict[str, Any]], t: float) -> Row:
     by_device: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for sample in samples:
         for device in sample.get("devices") or []:
-            by_device.setdefault((device.get("kind") or "?", device.get("index", 0)), []).append(device)
+            index = device.get("index")
+            by_device.setdefault((device.get("kind") or "?", index if isinstance(index, int) else -1),
+                                 []).append(device)
     devices = []
     for (kind, index), readings in sorted(by_device.items(), key=lambda item: (item[0][0], item[0][1])):
         devices.append({

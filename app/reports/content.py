@@ -193,9 +193,10 @@ def _cost_details(doc: dict[str, Any]) -> list[Block]:
                         notes=("Compile time is kept out of every throughput figure and costed apart. Compile "
                                "cache: cold (the compiler ran), cached (Neuron logged 'Using a cached neff'), "
                                "N/A (no compiler messages: an eager backend, or logs not captured).",)))
-    items = [f"{e['cheaper_after']} costs less than {e['than']} in total once a job runs more than "
-             f"{e['samples']:,.0f} samples: its higher compile cost is paid back by a lower cost per sample."
-             for e in doc.get("break_even") or []]
+    items = _cold_vs_cached(doc)
+    items += [f"{e['cheaper_after']} costs less than {e['than']} in total once a job runs more than "
+              f"{e['samples']:,.0f} samples: its higher compile cost is paid back by a lower cost per sample."
+              for e in doc.get("break_even") or []]
     if items:
         blocks.append(Bullets(tuple(items)))
     if doc.get("budget"):
@@ -203,7 +204,9 @@ def _cost_details(doc: dict[str, Any]) -> list[Block]:
                        usd(b["train_usd"]), usd(b["compile_usd"]), num(b["total_hours"], ".3g"), usd(b["total_usd"]))
                       for b in doc["budget"])
         blocks.append(Table(("Host", "Epochs × samples", "Train h", "Train $", "Compile $", "Total h", "Total $"),
-                            brows, (False, True, True, True, True, True, True), caption="Training budget"))
+                            brows, (False, True, True, True, True, True, True), caption="Training budget",
+                            notes=("Compile counted once, at the longest compile measured for the host (a new "
+                                   "instance starts with a cold compile cache).",)))
     choice = doc.get("choice")
     if choice:
         target = " and ".join(t for t in (
@@ -213,10 +216,29 @@ def _cost_details(doc: dict[str, Any]) -> list[Block]:
                   usd(c["usd_per_1m"])) for c in choice["meeting"]]
         crows += [(c["label"], c["reason"], num(c["throughput"]), num(c["p99_ms"], ".3g"), usd(c["usd_per_hour"]),
                    usd(c["usd_per_1m"])) for c in choice["rejected"]]
-        blocks.append(Table(("Option", "Target", "Throughput", "p99 ms", "$/h", "$ per 1M"), tuple(crows),
+        blocks.append(Table(("Option", "Against the target", "Throughput", "p99 ms", "$/h", "$ per 1M"), tuple(crows),
                             (False, False, True, True, True, True),
                             caption=f"Options against the target {target}, cheapest first"))
     return blocks
+
+
+def _cold_vs_cached(doc: dict[str, Any]) -> list[str]:
+    """"trn1.2xlarge: cold compile 1840 s ($0.69); cached 14 s ($0.0052)" where both were measured."""
+    items = []
+    for workload, model in _measures(doc):
+        for label in dict.fromkeys(r["label"] for r in doc["rows"]):
+            rows = [r for r in doc["rows"] if r["label"] == label and (r["workload"], r["model"]) == (workload, model)
+                    and r["compile_s"] is not None]
+            by_state = {state: [r for r in rows if r.get("compile_cache") == state] for state in ("cold", "cached")}
+            if not by_state["cold"] or not by_state["cached"]:
+                continue
+            parts = []
+            for state, chosen in by_state.items():
+                seconds = sorted(r["compile_s"] for r in chosen)[len(chosen) // 2]
+                cost = next(r["compile_usd"] for r in chosen if r["compile_s"] == seconds)
+                parts.append(f"{state} {seconds:,.1f} s ({usd(cost)})")
+            items.append(f"{label}, {_measure_title(workload, _short(model))}: compile " + "; ".join(parts) + ".")
+    return items
 
 
 def _methodology(doc: dict[str, Any]) -> list[Block]:
@@ -253,7 +275,7 @@ def _methodology(doc: dict[str, Any]) -> list[Block]:
     env_rows = []
     for run in doc["runs"]:
         fp = run["fingerprint"]
-        env_rows.append((run["ref"], run["label"], fp.get("instance_type") or NA, fp.get("python") or NA,
+        env_rows.append((run["ref"], run["host"], fp.get("instance_type") or NA, fp.get("python") or NA,
                          fp.get("torch") or NA, fp.get("torch_xla") or NA, fp.get("torch_neuronx") or NA,
                          fp.get("neuronx_cc") or NA, fp.get("neuron_sdk") or NA))
     notes = ()
@@ -264,14 +286,21 @@ def _methodology(doc: dict[str, Any]) -> list[Block]:
                          "Neuron SDK"), tuple(env_rows), notes=notes))
 
     blocks.append(Heading("Prices", level=3))
-    price_rows = tuple((p["instance_type"] or NA, p["region"] or NA, p["market"].replace("_", "-"),
-                        usd(p["usd_per_hour"]), p["source"] or NA, p["date"] or NA, p["note"] or "")
-                       for p in m["prices"])
-    blocks.append(Table(("Instance", "Region", "Market", "$/h", "Source", "Date", "Note"), price_rows,
-                        (False, False, False, True, False, False, False),
-                        notes=("'snapshot date unknown': the shipped price book is a snapshot of a public "
-                               "catalog whose date could not be established; `neuronbench prices refresh` fetches "
-                               "current AWS prices and `neuronbench prices set` records your own.",)))
+    sources: list[str] = []
+    price_rows = []
+    for p in m["prices"]:
+        label = f"{p['source']} — {p['date']}" if p["source"] else ""
+        if label and label not in sources:
+            sources.append(label)
+        price_rows.append((p["instance_type"] or NA, p["region"] or NA, p["market"].replace("_", "-"),
+                           usd(p["usd_per_hour"]), f"[{sources.index(label) + 1}]" if label else NA,
+                           (p["note"] or "").split(" (per ")[0]))
+    notes = tuple(f"[{i}] {label}" for i, label in enumerate(sources, 1)) + (
+        "'snapshot date unknown': the shipped price book is a snapshot of a public catalog whose date could not be "
+        "established; `neuronbench prices refresh` fetches current AWS prices and `neuronbench prices set` records "
+        "your own.",)
+    blocks.append(Table(("Instance", "Region", "Market", "$/h", "Source", "Note"), tuple(price_rows),
+                        (False, False, False, True, False, False), notes=notes))
     warnings = [f"{run['label']} ({run['ref']}): {w}" for run in doc["runs"] for w in run["warnings"]]
     blocks.append(Heading("Warnings", level=3))
     blocks.append(Bullets(tuple(warnings)) if warnings else Paragraph("None of the runs reported a warning."))
@@ -283,11 +312,11 @@ def _join(values: list[Any]) -> str:
 
 
 def _runs(doc: dict[str, Any]) -> list[Block]:
-    rows = tuple((r["ref"], r["run_id"], r["label"], r["status"], (r["created_at"] or NA).replace("T", " ")[:16],
-                  r["spec_summary"] or NA, str(r["telemetry"]["buckets"])) for r in doc["runs"])
-    blocks: list[Block] = [Heading("Runs"), Table(("Ref", "Run id", "Host", "Status", "Created (UTC)", "Spec",
-                                                   "Telemetry buckets"),
-                                                  rows, (False, False, False, False, False, False, True))]
+    """One line per run (a list, not a table: long spec lines wrap without splitting a table row across pages)."""
+    items = tuple(f"{r['ref']} · {r['run_id']} · {r['host']} ({r['label']}) · {r['status']} · created "
+                  f"{(r['created_at'] or NA).replace('T', ' ').replace('Z', ' UTC')} · {r['telemetry']['buckets']} "
+                  f"telemetry buckets — {r['spec_summary'] or NA}" for r in doc["runs"])
+    blocks: list[Block] = [Heading("Runs"), Bullets(items)]
     if doc.get("skipped"):
         blocks.append(Bullets(tuple(f"{s['run_id']} on {s['host']} left out: {s['reason']}"
                                     for s in doc["skipped"])))

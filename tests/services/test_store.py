@@ -256,3 +256,16 @@ def test_a_store_failure_is_reported_once_and_does_not_stop_the_run(db_path, mon
         assert len(messages) == 1 and "stopped recording run r-locked" in messages[0]
         assert "locked" in messages[0]
         assert store.event_count("r-locked") == 1
+
+
+def test_a_sample_with_groups_missing_or_null_is_stored_without_inventing_values(db_path):
+    sparse = {"v": 1, "seq": 1, "t": T0, "type": "sample", "source": "procfs", "period_s": 1.0,
+              "host": None, "devices": [{"kind": "cpu", "index": None, "util_pct": None}], "runtime": None,
+              "process": None, "missing": {"host": "procfs unreadable"}}
+    with RunStore(db_path) as store:
+        store.begin_run("sparse", "h", {})
+        store.append_event("sparse", sparse)
+        [row] = store.telemetry("sparse")
+    assert row["host"] == {"cpu_pct": None, "mem_used": None, "mem_total": None}
+    assert row["devices"][0]["util_pct"] is None and row["runtime"]["completed"] is None
+    assert row["missing"] == {"host": "procfs unreadable"}
