@@ -135,7 +135,11 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
             continue
         price, source = _price_of(run, book, options.market)
         usable.append((run, price, source))
-    baseline_id = options.baseline or (usable[0][0].run_id if usable else runs[0].run_id)
+    if not usable:
+        reasons = "; ".join(f"{s['run_id']} on {s['host']}: {s['reason']}" for s in skipped)
+        raise CompareError(f"none of the runs has a result to compare ({reasons}); `neuronbench runs show ID` "
+                           "shows what happened")
+    baseline_id = options.baseline or usable[0][0].run_id
     if baseline_id not in {run.run_id for run, _, _ in usable}:
         why = next((s["reason"] for s in skipped if s["run_id"] == baseline_id), "it is not among the runs compared")
         raise CompareError(f"the baseline run {baseline_id} cannot be used: {why}; pick another with --baseline")

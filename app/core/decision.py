@@ -144,6 +144,13 @@ def _one_host(groups: list[dict[str, Any]]) -> list[str]:
     out = []
     for workload in ("train", "infer"):
         priced = [g for g in groups if g["workload"] == workload and g["usd_per_1m"] is not None]
+        measured = [g for g in groups if g["workload"] == workload and g["throughput"] is not None]
+        if not priced and measured:
+            best = max(measured, key=lambda g: g["throughput"])
+            where = " (the fastest setting measured)" if len(measured) > 1 else ""
+            out.append(f"{best['label']} {_what(best)} at {best['throughput']:.4g} {best['unit']}{where}; its cost "
+                       "is N/A until it has a price.")
+            continue
         if not priced:
             continue
         best = min(priced, key=lambda g: g["usd_per_1m"])

@@ -132,11 +132,16 @@ def _charts(doc: dict[str, Any]) -> list[Block]:
             "Bars: median over repeats (or the single run); whiskers: bootstrap 95% interval." if has_ci
             else "One run per host and batch size: no interval."))
         work = WORK.get(workload, "units")
-        blocks.append(Chart(f"Cost per 1M {work} · {name}", svg.bar_chart(
-            f"Cost per 1M {work} · {name}", names, _bar_series(groups, categories, "usd_per_1m", False, colours),
-            f"USD per 1M {work}"), 720, 320,
-            f"usd_per_1m = usd_per_hour / 3600 / throughput × 1e6, at {doc['market'].replace('_', '-')} prices. "
-            "Lower is better; N/A where no price is known."))
+        costs = _bar_series(groups, categories, "usd_per_1m", False, colours)
+        if any(v is not None for series in costs for v in series.values):
+            blocks.append(Chart(f"Cost per 1M {work} · {name}", svg.bar_chart(
+                f"Cost per 1M {work} · {name}", names, costs, f"USD per 1M {work}"), 720, 320,
+                f"usd_per_1m = usd_per_hour / 3600 / throughput × 1e6, at {doc['market'].replace('_', '-')} "
+                "prices. Lower is better; N/A where no price is known."))
+        else:
+            notes = sorted({g["price_note"] for g in groups if g["price_note"]})
+            blocks.append(Paragraph(f"Cost per 1M {work} · {name}: N/A — no host has a known price"
+                                    + (f" ({'; '.join(notes)})." if notes else "."), "note"))
         if workload == "infer":
             series = []
             for label in dict.fromkeys(g["label"] for g in groups):

@@ -143,3 +143,13 @@ def test_a_host_without_an_instance_type_is_compared_by_speed_and_named_by_host(
     assert g["usd_per_hour"] is None and "instance type unknown" in g["price_note"]
     assert any("inf2.xlarge trains" in s and "per second of local (instance type unknown)" in s
                for s in summary(doc))
+
+
+def test_one_unpriced_host_is_summarised_by_speed_and_runs_without_results_are_refused():
+    local = train_run("local", None, 11.44)
+    assert summary(compare_runs([local], book()))[0] == (
+        "local (instance type unknown) trains vit_base_patch16_224 at 11.44 samples/s; its cost is N/A until it "
+        "has a price.")
+    failed = train_run("b", "trn1.2xlarge", None, status="failed")
+    with pytest.raises(CompareError, match=r"none of the runs has a result to compare \(.* on b: out of device"):
+        compare_runs([failed], book())
