@@ -47,7 +47,6 @@ def register(commands, common: argparse.ArgumentParser) -> None:
 def _summary(run) -> dict:
     data = run.to_dict()
     data.pop("result")
-    data.pop("extra")
     return data
 
 

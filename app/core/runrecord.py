@@ -1,7 +1,7 @@
 """A run as the store keeps it, and the few facts every view shows about one."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 RUN_STATUSES = ("running", "ok", "failed", "cancelled", "unfinished")
@@ -29,7 +29,6 @@ class StoredRun:
     instance_type: str | None = None
     declared: dict[str, Any] | None = None
     event_count: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
