@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,23 @@ import platformdirs
 
 APP_NAME = "neuronbench"
 ENV_DATA_DIR = "NEURONBENCH_DATA_DIR"
+
+
+def resources_dir() -> Path:
+    """The shipped ``resources/`` folder (price book, report assets).
+
+    It sits next to the ``app`` package in a source checkout or an editable install,
+    under PyInstaller's unpack folder in a frozen build, and under
+    ``<prefix>/share/neuronbench`` for a wheel install (pyproject's data-files).
+    """
+    candidates = [Path(__file__).resolve().parent.parent / "resources"]
+    if getattr(sys, "_MEIPASS", None):
+        candidates.append(Path(sys._MEIPASS) / "resources")
+    candidates.append(Path(sys.prefix) / "share" / APP_NAME / "resources")
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    return candidates[0]
 
 
 @dataclass(frozen=True)
@@ -38,6 +56,16 @@ class AppPaths:
     def agent_builds(self) -> Path:
         """Built agent zipapps, one per content hash."""
         return self.cache / "agent"
+
+    @property
+    def runs_db(self) -> Path:
+        """The run store (SQLite): every run, its events and telemetry."""
+        return self.data / "runs.sqlite3"
+
+    @property
+    def prices_file(self) -> Path:
+        """Prices the user set and prices fetched by ``prices refresh`` (JSON, dated)."""
+        return self.data / "prices.json"
 
     @property
     def local_agent_home(self) -> Path:

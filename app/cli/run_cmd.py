@@ -14,8 +14,9 @@ from app.core.presets import PRESETS
 from app.core.results import aggregate_repeats
 from app.core.specs import build_spec, parse_batch_sizes, parse_model_args
 from app.paths import AppPaths
+from app.services.recorder import RunRecorder, open_recording
 from app.services.session import RunSession
-from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec
+from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec, new_run_id
 
 INFER_DEFAULT_BATCH_SIZES = (1, 4, 16)
 _HELP = {name: meta.get("help", "") for name, meta in RunSpec.field_help().items()}
@@ -103,32 +104,42 @@ class EventsFile:
             self.handle.close()
 
 
+def warn(message: str) -> None:
+    print(f"neuronbench: warning: {message}", file=sys.stderr)
+
+
 def handle(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     paths = AppPaths.resolve(args.data_dir)
     transports = [transport_for(host, paths) for host in args.host]
     events_file = EventsFile(args.events)
+    store, book = open_recording(paths, warn)  # every run lands in the run store, priced
     results: list[dict[str, Any]] = []
     try:
         for transport in transports:
             for repeat in range(args.repeats):
                 label = f" #{repeat + 1}/{args.repeats}" if args.repeats > 1 else ""
                 printer = ProgressPrinter(transport.host, spec, label)
+                run_id = new_run_id()
+                recorder = RunRecorder.start(store, book, transport.host, spec, run_id, on_error=warn)
 
-                def on_event(event: dict[str, Any], printer: ProgressPrinter = printer) -> None:
+                def on_event(event: dict[str, Any], printer: ProgressPrinter = printer,
+                             recorder: RunRecorder = recorder) -> None:
+                    recorder(event)  # stored before anything else sees it
                     events_file(event)
                     printer(event)
 
-                session = RunSession(transport, spec, on_event=on_event)
+                session = RunSession(transport, spec, run_id=run_id, on_event=on_event)
                 try:
                     result = session.run()
                 except (AgentError, NeuronBenchError) as exc:
                     result = failed_result(transport.host, spec, session.run_id, exc)
                 if args.repeats > 1:
                     result["repeat"] = {"index": repeat + 1, "of": args.repeats}
-                results.append(result)
+                results.append(recorder.finish(result))
     finally:
         events_file.close()
+        store.close()
         for transport in transports:
             transport.close()
 

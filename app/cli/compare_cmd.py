@@ -1,0 +1,89 @@
+"""``neuronbench compare ID… [--baseline ID] [--json]``: speed and cost side by side (DESIGN.md §4)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from app.cli.runs_text import format_compare
+from app.core.compare import CompareError, CompareOptions, compare_runs
+from app.core.decision import summary
+from app.core.errors import BadSpecError
+from app.core.runrecord import StoredRun
+from app.paths import AppPaths
+from app.services.pricing import load_pricebook
+from app.services.store import RunStore
+
+
+def add_compare_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by ``compare`` and ``report``."""
+    p.add_argument("run_ids", nargs="+", metavar="ID", help="runs to compare (ids or unique prefixes)")
+    p.add_argument("--baseline", metavar="ID", help="the run others are measured against (default: the first)")
+    p.add_argument("--spot", action="store_true", help="price with spot instead of on-demand prices")
+    p.add_argument("--max-p99-ms", type=float, metavar="X",
+                   help="name the cheapest inference host and batch size whose p99 latency is at most X ms")
+    p.add_argument("--min-throughput", type=float, metavar="Y",
+                   help="name the cheapest inference host and batch size doing at least Y inferences per second")
+    p.add_argument("--epochs", type=float, metavar="N", help="training budget: N epochs …")
+    p.add_argument("--epoch-samples", type=int, metavar="M", help="… of M samples each (time and cost per host)")
+
+
+def register(commands, common: argparse.ArgumentParser) -> None:
+    p = commands.add_parser("compare", parents=[common], help="compare stored runs: speed, $/1M, price-performance",
+                            description="One row per run and batch size; with repeats, medians and 95% intervals.")
+    add_compare_options(p)
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.set_defaults(handler=handle)
+
+
+def options_from(args: argparse.Namespace, store: RunStore) -> CompareOptions:
+    if (args.epochs is None) != (args.epoch_samples is None):
+        raise BadSpecError("a training budget needs both --epochs N and --epoch-samples M")
+    for flag, value in (("--epochs", args.epochs), ("--epoch-samples", args.epoch_samples),
+                        ("--max-p99-ms", args.max_p99_ms), ("--min-throughput", args.min_throughput)):
+        if value is not None and not value > 0:
+            raise BadSpecError(f"{flag} must be above 0, not {value}")
+    return CompareOptions(baseline=store.resolve(args.baseline) if args.baseline else None,
+                          market="spot" if args.spot else "on_demand", max_p99_ms=args.max_p99_ms,
+                          min_throughput=args.min_throughput, epochs=args.epochs,
+                          samples_per_epoch=args.epoch_samples)
+
+
+def load_runs(store: RunStore, refs: list[str]) -> list[StoredRun]:
+    runs: list[StoredRun] = []
+    for ref in refs:
+        run = store.load(ref)
+        if all(r.run_id != run.run_id for r in runs):
+            runs.append(run)
+    return runs
+
+
+def build(args: argparse.Namespace) -> tuple[dict, list[StoredRun], RunStore]:
+    """The comparison document for ``args`` (the store is left open for the report to read telemetry)."""
+    paths = AppPaths.resolve(args.data_dir)
+    store = RunStore(paths.runs_db)
+    try:
+        runs = load_runs(store, args.run_ids)
+        options = options_from(args, store)
+        if options.baseline and options.baseline not in {r.run_id for r in runs}:
+            runs.insert(0, store.load(options.baseline))
+        doc = compare_runs(runs, load_pricebook(paths), options)
+    except CompareError as exc:
+        store.close()
+        raise BadSpecError(str(exc)) from None
+    except BaseException:
+        store.close()
+        raise
+    doc["summary"] = summary(doc)
+    return doc, runs, store
+
+
+def handle(args: argparse.Namespace) -> int:
+    doc, _, store = build(args)
+    store.close()
+    if args.json:
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(format_compare(doc, doc["summary"]))
+    return 0

@@ -1,0 +1,120 @@
+"""Terminal text for stored runs, their cost and comparisons (N/A for anything missing, never 0)."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from app.core.compare import WORK
+from app.core.runrecord import StoredRun, fingerprint
+
+
+def num(value: float | None, fmt: str = ".4g", missing: str = "N/A") -> str:
+    return missing if value is None else format(value, fmt)
+
+
+def usd(value: float | None, digits: int = 4) -> str:
+    return "N/A" if value is None else f"${value:.{digits}g}"
+
+
+def when(seconds: float | None) -> str:
+    return "N/A" if seconds is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+
+
+def headline(run: StoredRun) -> str:
+    """The run's figure in a few characters: samples/s for training, per batch size for inference."""
+    result = run.result or {}
+    if result.get("workload") == "train":
+        value = (result.get("train") or {}).get("throughput_samples_per_s")
+        return f"{num(value)} samples/s" if value is not None else "N/A"
+    rows = result.get("infer") or []
+    parts = [f"b{r.get('batch_size')} {num(r.get('throughput_per_s'))}/s" for r in rows]
+    return " · ".join(parts) if parts else "N/A"
+
+
+def table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def format_run_list(runs: list[StoredRun]) -> str:
+    rows = [("RUN ID", "CREATED", "HOST", "INSTANCE", "WORKLOAD", "MODEL", "STATUS", "RESULT")]
+    for run in runs:
+        rows.append((run.run_id, when(run.created_at), run.host, run.instance_type or "N/A", run.workload or "?",
+                     run.model or "?", run.status, headline(run) if run.status == "ok" else ""))
+    return table(rows)
+
+
+def format_cost(cost: dict[str, Any] | None) -> list[str]:
+    if not cost:
+        return ["  cost        N/A (not priced)"]
+    if cost.get("usd_per_hour") is None:
+        return [f"  cost        N/A: {cost.get('price_note') or 'no price'}"]
+    lines = [f"  price       {usd(cost['usd_per_hour'])}/h {cost.get('instance_type')} {cost.get('region')} "
+             f"{cost.get('market', 'on_demand').replace('_', '-')} · {cost.get('price_source')} "
+             f"({cost.get('price_date')})"]
+    if cost.get("price_note"):
+        lines.append(f"              note: {cost['price_note']}")
+    if "usd_per_1m_samples" in cost:
+        compile_ = cost.get("compile") or {}
+        lines.append(f"  cost        {usd(cost.get('usd_per_1m_samples'))} per 1M samples; compile "
+                     f"{num(compile_.get('seconds'), '.1f')} s = {usd(compile_.get('usd'))}")
+    for row in cost.get("usd_per_1m_inferences") or []:
+        lines.append(f"  cost b{row.get('batch_size'):<4} {usd(row.get('usd_per_1m'))} per 1M inferences; "
+                     f"compile {usd(row.get('compile_usd'))}")
+    return lines
+
+
+def format_run_detail(run: StoredRun, telemetry_rows: int, result_text: str | None) -> str:
+    lines = [f"run {run.run_id} · {run.host} · {run.status}",
+             f"  created     {when(run.created_at)}; ended {when(run.ended_at)}",
+             f"  stored      {run.event_count} events, {telemetry_rows} telemetry buckets"]
+    if run.status == "unfinished":
+        lines.append("  unfinished: the app recording it stopped before the run ended; its host may still hold "
+                     "the rest (re-attach to fetch it)")
+    if run.declared:
+        lines.append(f"  declared    {run.declared.get('instance_type') or 'N/A'} "
+                     f"({run.declared.get('region') or 'region N/A'})")
+    prints = fingerprint(run.env)
+    lines.append("  environment " + ", ".join(f"{k} {v}" for k, v in prints.items() if v) if run.env
+                 else "  environment N/A (no probe received)")
+    if result_text:
+        lines.append(result_text)
+    if run.result:
+        lines += format_cost(run.result.get("cost"))
+    return "\n".join(lines)
+
+
+def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
+    rows = [("RUN", "HOST", "INSTANCE", "BATCH", "THROUGHPUT", "P99 ms", "$/h", "$ PER 1M", "SPEEDUP", "PRICE-PERF")]
+    for row in doc["rows"]:
+        rows.append((row["run_id"], row["host"], row["instance_type"] or "N/A", str(row["batch_size"]),
+                     f"{num(row['throughput'])} {row['unit']}", num(row["latency_p99_ms"], ".3g"),
+                     num(row["usd_per_hour"]), num(row["usd_per_1m"]),
+                     num(row["speedup_vs_baseline"], ".2f") + ("×" if row["speedup_vs_baseline"] else ""),
+                     num(row["price_performance_vs_baseline"], ".2f")
+                     + ("×" if row["price_performance_vs_baseline"] else "")))
+    out = [f"baseline {doc['baseline']} · {doc['market'].replace('_', '-')} prices", table(rows)]
+    repeated = [g for g in doc["groups"] if g["n"] >= 2]
+    if repeated:
+        out.append("\nmedians across repeats (bootstrap 95% interval):")
+        for g in repeated:
+            ci = g["ci95"]
+            flag = f"  overlaps {', '.join(g['overlaps_with'])}: not a significant difference" \
+                if g["overlaps_with"] else ""
+            out.append(f"  {g['label']} batch {g['batch_size']}: {num(g['throughput'])} {g['unit']} "
+                       f"({num(ci[0])}–{num(ci[1])}) over {g['n']} runs; {usd(g['usd_per_1m'])} per 1M "
+                       f"{WORK.get(g['workload'], '')}{flag}")
+    sources = sorted({f"{r['price_source']} ({r['price_date']})" for r in doc["rows"] if r["price_source"]})
+    if sources:
+        out.append("\nprices: " + "; ".join(sources))
+    for budget in doc.get("budget") or []:
+        out.append(f"budget {budget['label']}: {budget['epochs']:g} epochs × {budget['samples_per_epoch']:,} samples "
+                   f"= {num(budget['total_hours'], '.3g')} h, {usd(budget['total_usd'])} "
+                   f"(compile {num(budget['compile_s'], '.0f')} s = {usd(budget['compile_usd'])})")
+    for even in doc.get("break_even") or []:
+        out.append(f"break-even: {even['cheaper_after']} costs less than {even['than']} in total after "
+                   f"{even['samples']:,.0f} samples (its longer compile paid back)")
+    if sentences:
+        out.append("")
+        out.extend(sentences)
+    return "\n".join(out)

@@ -1,0 +1,287 @@
+"""Comparing stored runs: rows per run x batch size, repeat groups with medians and 95% intervals.
+
+Prices are looked up in the *current* price book (so a price set or refreshed
+after the run counts), each with its source and date.  Speed and cost are only
+compared between runs of the same model and workload; inference compares the
+same batch size (DESIGN.md §6: compare at the same batch size by default).
+
+Intervals come from repeats (``--repeats N``, fresh processes each): a group of
+two or more runs of one spec on one host gets a bootstrap 95% interval of its
+median.  A single run has none, and a difference between single runs is
+reported as "not tested", never as significant.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.core.cost import (
+    Candidate,
+    break_even_samples,
+    cheapest_meeting,
+    instance_of,
+    price_performance,
+    ratio,
+    training_budget,
+    usd_for_seconds,
+    usd_per_million,
+    work_per_dollar,
+)
+from app.core.pricebook import Price, PriceBook
+from app.core.runrecord import StoredRun
+from remote_agent.stats import bootstrap_ci, intervals_overlap, percentile
+
+COMPARE_SCHEMA = "neuronbench.compare/1"
+UNIT = {"train": "samples/s", "infer": "inferences/s"}
+WORK = {"train": "samples", "infer": "inferences"}
+
+
+class CompareError(ValueError):
+    """The runs cannot be compared as asked (the message says what to change)."""
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    baseline: str | None = None
+    market: str = "on_demand"
+    max_p99_ms: float | None = None
+    min_throughput: float | None = None
+    epochs: float | None = None
+    samples_per_epoch: int | None = None
+
+
+def model_signature(result: dict[str, Any]) -> str:
+    """What was measured, so only like is compared with like: model, its arguments, precision."""
+    spec = result.get("spec") or {}
+    args = spec.get("model_args") or {}
+    text = str(spec.get("model") or "?")
+    if args:
+        text += "(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(args.items())) + ")"
+    return f"{text} {spec.get('precision') or 'fp32'}"
+
+
+def short_model(result: dict[str, Any]) -> str:
+    return str((result.get("spec") or {}).get("model") or "the model")
+
+
+def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Measured figures per batch size: training gives one row, inference one per batch size."""
+    if result.get("workload") == "train":
+        train = result.get("train") or {}
+        spec = result.get("spec") or {}
+        compile_ = train.get("compile") or {}
+        return [{"batch_size": (spec.get("batch_sizes") or [None])[0], "throughput": train.get(
+            "throughput_samples_per_s"), "latency_p50_ms": None, "latency_p99_ms": None, "p99_reliable": None,
+            "compile_s": compile_.get("seconds")}]
+    rows = []
+    for row in result.get("infer") or []:
+        latency = row.get("latency_ms") or {}
+        rows.append({"batch_size": row.get("batch_size"), "throughput": row.get("throughput_per_s"),
+                     "latency_p50_ms": latency.get("p50"), "latency_p99_ms": latency.get("p99"),
+                     "p99_reliable": row.get("p99_reliable"), "compile_s": row.get("compile_s")})
+    return rows
+
+
+def _price_of(run: StoredRun, book: PriceBook, market: str) -> tuple[Price, str]:
+    declared = run.declared or {}
+    result = run.result or {}
+    if not result.get("env") and run.env:
+        result = dict(result, env=run.env)
+    itype, region, source, _ = instance_of(result, declared.get("instance_type"), declared.get("region"))
+    return book.price(itype, region, market), source
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return percentile(values, 50)
+
+
+def _scale(interval: Sequence[float] | None, factor: float | None) -> list[float] | None:
+    if interval is None or factor is None:
+        return None
+    return [interval[0] * factor, interval[1] * factor]
+
+
+def _labels(keys: list[tuple[str, str | None]]) -> dict[tuple[str, str | None], str]:
+    """Instance type where known and unique, host name otherwise, both when two hosts share a type."""
+    by_type: dict[str | None, set[str]] = {}
+    for host, itype in keys:
+        by_type.setdefault(itype, set()).add(host)
+    labels = {}
+    for host, itype in keys:
+        if itype is None:
+            labels[(host, itype)] = f"{host} (instance type unknown)"
+        elif len(by_type[itype]) > 1:
+            labels[(host, itype)] = f"{itype} ({host})"
+        else:
+            labels[(host, itype)] = itype
+    return labels
+
+
+def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOptions | None = None) -> dict:
+    """The comparison document: ``rows`` (DESIGN.md §4 compare schema, plus extra keys), ``groups``, etc."""
+    options = options or CompareOptions()
+    if not runs:
+        raise CompareError("name at least one run to compare")
+    skipped = []
+    usable: list[tuple[StoredRun, Price, str]] = []
+    for run in runs:
+        if run.status != "ok" or not run.result:
+            reason = {"unfinished": "unfinished: no result was received (re-attach to finish it)",
+                      "running": "still running"}.get(run.status) or \
+                ((run.result or {}).get("error") or {}).get("message") or f"status {run.status}"
+            skipped.append({"run_id": run.run_id, "host": run.host, "status": run.status, "reason": reason})
+            continue
+        price, source = _price_of(run, book, options.market)
+        usable.append((run, price, source))
+    if not usable:
+        reasons = "; ".join(f"{s['run_id']} on {s['host']}: {s['reason']}" for s in skipped)
+        raise CompareError(f"none of the runs has a result to compare ({reasons}); `neuronbench runs show ID` "
+                           "shows what happened")
+    baseline_id = options.baseline or usable[0][0].run_id
+    if baseline_id not in {run.run_id for run, _, _ in usable}:
+        why = next((s["reason"] for s in skipped if s["run_id"] == baseline_id), "it is not among the runs compared")
+        raise CompareError(f"the baseline run {baseline_id} cannot be used: {why}; pick another with --baseline")
+
+    labels = _labels(sorted({(run.host, price.instance_type) for run, price, _ in usable},
+                            key=lambda k: (k[0], k[1] or "")))
+    rows: list[dict[str, Any]] = []
+    for run, price, source in usable:
+        result = run.result or {}
+        for figures in _rows_of(result):
+            rows.append({
+                "run_id": run.run_id, "host": run.host, "label": labels[(run.host, price.instance_type)],
+                "instance_type": price.instance_type, "instance_type_from": source, "region": price.region,
+                "workload": result.get("workload"), "model": model_signature(result), "backend": result.get("backend"),
+                **figures, "unit": UNIT.get(result.get("workload") or "", "per s"),
+                "usd_per_hour": price.usd_per_hour, "price_source": price.source or None,
+                "price_date": price.date_label if price.source else None, "price_note": price.note or None,
+                "usd_per_1m": usd_per_million(price.usd_per_hour, figures["throughput"]),
+                "compile_usd": usd_for_seconds(figures["compile_s"], price.usd_per_hour),
+                "repeat": result.get("repeat"),
+            })
+
+    def matches(row: dict[str, Any], base: dict[str, Any]) -> bool:
+        same = row["workload"] == base["workload"] and row["model"] == base["model"]
+        return same and (row["workload"] == "train" or row["batch_size"] == base["batch_size"])
+
+    # Each measure (workload, model) has its own baseline: the chosen run where it measured that,
+    # otherwise the first run that did.  A training baseline says nothing about inference.
+    baselines: dict[tuple[str, str], str] = {}
+    for row in sorted(rows, key=lambda r: r["run_id"] != baseline_id):
+        baselines.setdefault((row["workload"], row["model"]), row["run_id"])
+    base_rows = [r for r in rows if baselines.get((r["workload"], r["model"])) == r["run_id"]]
+    for row in rows:
+        base = next((b for b in base_rows if matches(row, b)), None)
+        row["speedup_vs_baseline"] = ratio(row["throughput"], base["throughput"]) if base else None
+        row["price_performance_vs_baseline"] = price_performance(
+            row["throughput"], row["usd_per_hour"], base["throughput"], base["usd_per_hour"]) if base else None
+
+    groups = _groups(rows, set(baselines.values()))
+    doc: dict[str, Any] = {"schema": COMPARE_SCHEMA, "baseline": baseline_id,
+                           "baselines": [{"workload": w, "model": m, "run_id": i} for (w, m), i in baselines.items()],
+                           "market": options.market, "rows": rows, "groups": groups, "skipped": skipped}
+    doc["choice"] = _choice(groups, options)
+    doc["budget"] = _budgets(groups, options)
+    doc["break_even"] = _break_even(groups)
+    return doc
+
+
+def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str, Any]]:
+    grouped: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault((row["label"], row["workload"], row["model"], row["batch_size"]), []).append(row)
+    groups = []
+    for (label, workload, model, batch), members in grouped.items():
+        values = [r["throughput"] for r in members if r["throughput"] is not None]
+        usd_h = members[0]["usd_per_hour"]
+        median = _median(values)
+        ci = list(bootstrap_ci(values)) if len(values) >= 2 else None
+        to_wpd = work_per_dollar(1.0, usd_h)
+        p99s = [r["latency_p99_ms"] for r in members if r["latency_p99_ms"] is not None]
+        compiles = [r["compile_s"] for r in members if r["compile_s"] is not None]
+        groups.append({
+            "label": label, "host": members[0]["host"], "instance_type": members[0]["instance_type"],
+            "workload": workload, "model": model, "batch_size": batch, "unit": members[0]["unit"],
+            "run_ids": [r["run_id"] for r in members], "n": len(values),
+            "throughput": median, "ci95": ci,
+            "usd_per_hour": usd_h, "price_source": members[0]["price_source"], "price_date": members[0]["price_date"],
+            "price_note": members[0]["price_note"],
+            "usd_per_1m": usd_per_million(usd_h, median),
+            "work_per_dollar": work_per_dollar(median, usd_h), "work_per_dollar_ci95": _scale(ci, to_wpd),
+            "latency_p99_ms": _median(p99s), "p99_reliable": all(r["p99_reliable"] is not False for r in members),
+            "compile_s": _median(compiles),
+            "compile_usd": usd_for_seconds(_median(compiles), usd_h),
+            # A new instance starts with a cold compile cache: budgets and break-even count the
+            # longest compile measured, not the median of (mostly cached) repeats.
+            "compile_max_s": max(compiles) if compiles else None,
+            "compile_max_usd": usd_for_seconds(max(compiles) if compiles else None, usd_h),
+            "is_baseline": any(r["run_id"] in baseline_ids for r in members),
+        })
+
+    def same_measure(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        same = a["workload"] == b["workload"] and a["model"] == b["model"]
+        return same and (a["workload"] == "train" or a["batch_size"] == b["batch_size"])
+
+    for group in groups:
+        base = next((b for b in groups if b["is_baseline"] and same_measure(group, b)), None)
+        group["baseline_label"] = base["label"] if base and base is not group else None
+        group["speedup_vs_baseline"] = ratio(group["throughput"], base["throughput"]) if base else None
+        group["price_performance_vs_baseline"] = price_performance(
+            group["throughput"], group["usd_per_hour"], base["throughput"], base["usd_per_hour"]) if base else None
+        tested = base is not None and base is not group and group["ci95"] is not None and base["ci95"] is not None
+        group["faster_significant"] = (not intervals_overlap(group["ci95"], base["ci95"])) if tested else None
+        tested_wpd = tested and group["work_per_dollar_ci95"] is not None and base["work_per_dollar_ci95"] is not None
+        group["price_performance_significant"] = (
+            not intervals_overlap(group["work_per_dollar_ci95"], base["work_per_dollar_ci95"])) if tested_wpd else None
+        # The flag DESIGN.md asks for: hosts whose intervals overlap measured the same thing
+        # without showing a real difference.
+        group["overlaps_with"] = sorted(
+            other["label"] for other in groups
+            if other is not group and other["label"] != group["label"] and same_measure(group, other)
+            and group["ci95"] is not None and other["ci95"] is not None
+            and intervals_overlap(group["ci95"], other["ci95"]))
+    groups.sort(key=lambda g: (g["workload"] or "", g["model"], g["batch_size"] or 0, not g["is_baseline"],
+                               g["label"]))
+    return groups
+
+
+def _choice(groups: list[dict[str, Any]], options: CompareOptions) -> dict[str, Any] | None:
+    if options.max_p99_ms is None and options.min_throughput is None:
+        return None
+    candidates = [Candidate(f"{g['label']} batch {g['batch_size']}", g["batch_size"], g["throughput"],
+                            g["latency_p99_ms"], g["usd_per_hour"], g["p99_reliable"])
+                  for g in groups if g["workload"] == "infer"]
+    choice = cheapest_meeting(candidates, options.max_p99_ms, options.min_throughput)
+
+    def as_dict(c: Candidate) -> dict[str, Any]:
+        return {"label": c.label, "batch_size": c.batch_size, "throughput": c.throughput, "p99_ms": c.p99_ms,
+                "usd_per_hour": c.usd_per_hour, "usd_per_1m": c.usd_per_1m, "p99_reliable": c.p99_reliable}
+
+    return {"max_p99_ms": options.max_p99_ms, "min_throughput": options.min_throughput,
+            "best": as_dict(choice.best) if choice.best else None,
+            "meeting": [as_dict(c) for c in choice.meeting],
+            "rejected": [dict(as_dict(c), reason=why) for c, why in choice.rejected]}
+
+
+def _budgets(groups: list[dict[str, Any]], options: CompareOptions) -> list[dict[str, Any]] | None:
+    if not options.epochs or not options.samples_per_epoch:
+        return None
+    return [dict(training_budget(g["throughput"], g["usd_per_hour"], options.epochs, options.samples_per_epoch,
+                                 g["compile_max_s"]).to_dict(), label=g["label"], model=g["model"])
+            for g in groups if g["workload"] == "train"]
+
+
+def _break_even(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Where a host that compiles for longer but trains cheaper per sample overtakes the baseline."""
+    out = []
+    for group in groups:
+        if group["workload"] != "train" or group["is_baseline"] or not group["baseline_label"]:
+            continue
+        base = next(g for g in groups if g["is_baseline"] and g["workload"] == "train" and g["model"] == group["model"])
+        for a, b in ((group, base), (base, group)):
+            n = break_even_samples(a["compile_max_usd"], a["usd_per_1m"], b["compile_max_usd"], b["usd_per_1m"])
+            if n is not None:
+                out.append({"cheaper_after": a["label"], "than": b["label"], "samples": n, "model": group["model"]})
+    return out

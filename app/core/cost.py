@@ -1,0 +1,240 @@
+"""Cost model (DESIGN.md §5): pure functions from throughput and an hourly price.
+
+Every function returns ``None`` when an input is missing or not positive: a
+missing price or throughput is "N/A" in every output, never a $0 that would make
+the dearest host look free.
+
+The one formula all figures hang on, the same one AWS's Neuron benchmark pages
+and NeuronPerf use::
+
+    usd_per_1m = usd_per_hour / 3600 / throughput_per_s * 1e6
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from app.core.pricebook import Price, PriceBook
+
+SECONDS_PER_HOUR = 3600.0
+MILLION = 1e6
+
+
+def _positive(*values: float | None) -> bool:
+    return all(v is not None and v > 0 for v in values)
+
+
+def usd_per_million(usd_per_hour: float | None, per_second: float | None) -> float | None:
+    """Dollars per one million units of work (samples, inferences) at ``per_second`` units a second."""
+    if not _positive(usd_per_hour, per_second):
+        return None
+    assert usd_per_hour is not None and per_second is not None
+    return usd_per_hour / SECONDS_PER_HOUR / per_second * MILLION
+
+
+def work_per_dollar(per_second: float | None, usd_per_hour: float | None) -> float | None:
+    """Units of work bought with one dollar (the price-performance figure)."""
+    if not _positive(usd_per_hour, per_second):
+        return None
+    assert usd_per_hour is not None and per_second is not None
+    return per_second * SECONDS_PER_HOUR / usd_per_hour
+
+
+def ratio(value: float | None, baseline: float | None) -> float | None:
+    """value / baseline, or None when either is missing or the baseline is not positive."""
+    if value is None or not _positive(baseline):
+        return None
+    assert baseline is not None
+    return value / baseline
+
+
+def price_performance(per_second: float | None, usd_per_hour: float | None,
+                      base_per_second: float | None, base_usd_per_hour: float | None) -> float | None:
+    """Work per dollar relative to a baseline's: 1.4 means 1.4x the samples per dollar."""
+    return ratio(work_per_dollar(per_second, usd_per_hour), work_per_dollar(base_per_second, base_usd_per_hour))
+
+
+def usd_for_seconds(seconds: float | None, usd_per_hour: float | None) -> float | None:
+    """What ``seconds`` of the instance cost (compile time, a training budget).  0 s costs $0."""
+    if seconds is None or usd_per_hour is None or seconds < 0 or usd_per_hour <= 0:
+        return None
+    return seconds / SECONDS_PER_HOUR * usd_per_hour
+
+
+@dataclass(frozen=True)
+class TrainingBudget:
+    """Time and money for ``epochs`` passes over ``samples_per_epoch`` samples at a measured rate."""
+
+    epochs: float
+    samples_per_epoch: int
+    samples: float
+    train_hours: float | None
+    train_usd: float | None
+    compile_s: float
+    compile_usd: float | None
+    total_hours: float | None
+    total_usd: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def training_budget(samples_per_s: float | None, usd_per_hour: float | None, epochs: float,
+                    samples_per_epoch: int, compile_s: float | None = 0.0) -> TrainingBudget:
+    """E.g. 3 epochs of ImageNet's 1,281,167 images: hours and dollars, compile time counted once."""
+    if epochs <= 0 or samples_per_epoch <= 0:
+        raise ValueError("a training budget needs epochs and samples per epoch above 0")
+    samples = epochs * samples_per_epoch
+    train_s = samples / samples_per_s if _positive(samples_per_s) else None  # type: ignore[operator]
+    compile_s = compile_s or 0.0
+    train_usd = usd_for_seconds(train_s, usd_per_hour)
+    compile_usd = usd_for_seconds(compile_s, usd_per_hour)
+    total_s = None if train_s is None else train_s + compile_s
+    return TrainingBudget(
+        epochs=epochs, samples_per_epoch=samples_per_epoch, samples=samples,
+        train_hours=None if train_s is None else train_s / SECONDS_PER_HOUR, train_usd=train_usd,
+        compile_s=compile_s, compile_usd=compile_usd,
+        total_hours=None if total_s is None else total_s / SECONDS_PER_HOUR,
+        total_usd=None if train_usd is None or compile_usd is None else train_usd + compile_usd)
+
+
+def break_even_samples(compile_usd_a: float | None, usd_per_1m_a: float | None,
+                       compile_usd_b: float | None, usd_per_1m_b: float | None) -> float | None:
+    """Samples after which A (dearer to compile, cheaper per sample) costs less in total than B.
+
+    Total cost of n samples is ``compile_usd + n * usd_per_1m / 1e6``; the lines
+    cross at ``n = (compile_a - compile_b) / (per_sample_b - per_sample_a)``.
+    None when they never cross (A is cheaper or dearer on both counts), or a figure is missing.
+    """
+    if None in (compile_usd_a, usd_per_1m_a, compile_usd_b, usd_per_1m_b):
+        return None
+    assert compile_usd_a is not None and compile_usd_b is not None
+    assert usd_per_1m_a is not None and usd_per_1m_b is not None
+    extra_compile = compile_usd_a - compile_usd_b
+    saving_per_sample = (usd_per_1m_b - usd_per_1m_a) / MILLION
+    if extra_compile <= 0 or saving_per_sample <= 0:
+        return None
+    return extra_compile / saving_per_sample
+
+
+# -- the Result's ``cost`` block (DESIGN.md §4) --------------------------------------------------
+
+def instance_of(result: dict[str, Any], declared_type: str | None = None,
+                declared_region: str | None = None) -> tuple[str | None, str | None, str, list[str]]:
+    """(instance type, region, where the type came from, warnings) for a Result.
+
+    The probe (IMDS or neuron-ls on the host) is what the machine *is*; a type declared
+    on the host profile fills in when the probe found none (not EC2, IMDS blocked in a
+    container).  When both exist and differ the probe wins and a warning says so.
+    """
+    env = result.get("env") or {}
+    probed_type, probed_region = env.get("instance_type"), env.get("region")
+    warnings: list[str] = []
+    if probed_type:
+        if declared_type and declared_type != probed_type:
+            warnings.append(f"the host profile declares {declared_type} but the host reports {probed_type}; "
+                            f"priced as {probed_type}")
+        return probed_type, probed_region or declared_region, "probe", warnings
+    if declared_type:
+        return declared_type, declared_region or probed_region, "declared", warnings
+    return None, probed_region or declared_region, "unknown", warnings
+
+
+def cost_block(result: dict[str, Any], price: Price, instance_type_from: str) -> dict[str, Any]:
+    """The Result's ``cost`` block for one price: per-hour price, its source and date, and per-1M costs.
+
+    Training gets ``usd_per_1m_samples`` and the compile time's cost; inference gets one
+    ``usd_per_1m_inferences`` row per batch size (with that batch's compile cost).
+    """
+    usd_h = price.usd_per_hour
+    block: dict[str, Any] = {
+        "instance_type": price.instance_type, "instance_type_from": instance_type_from,
+        "region": price.region, "market": price.market, "usd_per_hour": usd_h,
+        "price_source": price.source or None, "price_date": price.date_label if price.source else None,
+        "price_origin": price.origin, "price_note": price.note or None,
+    }
+    if result.get("workload") == "train":
+        train = result.get("train") or {}
+        compile_s = (train.get("compile") or {}).get("seconds")
+        block["usd_per_1m_samples"] = usd_per_million(usd_h, train.get("throughput_samples_per_s"))
+        block["compile"] = {"seconds": compile_s, "usd": usd_for_seconds(compile_s, usd_h)}
+    else:
+        block["usd_per_1m_inferences"] = [
+            {"batch_size": row.get("batch_size"),
+             "usd_per_1m": usd_per_million(usd_h, row.get("throughput_per_s")),
+             "compile_usd": usd_for_seconds(row.get("compile_s"), usd_h)}
+            for row in result.get("infer") or []]
+    return block
+
+
+# -- choosing a host -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Candidate:
+    """One (host, batch size) option for serving: what it delivers and what it costs."""
+
+    label: str
+    batch_size: int | None
+    throughput: float | None
+    p99_ms: float | None
+    usd_per_hour: float | None
+    p99_reliable: bool = True
+
+    @property
+    def usd_per_1m(self) -> float | None:
+        return usd_per_million(self.usd_per_hour, self.throughput)
+
+
+@dataclass(frozen=True)
+class Choice:
+    best: Candidate | None
+    meeting: list[Candidate]
+    rejected: list[tuple[Candidate, str]]
+
+
+def cheapest_meeting(candidates: Sequence[Candidate], max_p99_ms: float | None = None,
+                     min_throughput: float | None = None) -> Choice:
+    """The cheapest option per hour whose p99 <= ``max_p99_ms`` and throughput >= ``min_throughput``.
+
+    Ties on the hourly price go to the lower cost per 1M inferences.  An option
+    with a missing figure cannot be shown to meet a target, so it is rejected with
+    the reason rather than assumed to pass.
+    """
+    meeting: list[Candidate] = []
+    rejected: list[tuple[Candidate, str]] = []
+    for cand in candidates:
+        why = []
+        if max_p99_ms is not None:
+            if cand.p99_ms is None:
+                why.append("p99 N/A")
+            elif cand.p99_ms > max_p99_ms:
+                why.append(f"p99 {cand.p99_ms:.3g} ms > {max_p99_ms:g} ms")
+        if min_throughput is not None:
+            if cand.throughput is None:
+                why.append("throughput N/A")
+            elif cand.throughput < min_throughput:
+                why.append(f"throughput {cand.throughput:.4g}/s < {min_throughput:g}/s")
+        if cand.usd_per_hour is None:
+            why.append("no price")
+        if why:
+            rejected.append((cand, "; ".join(why)))
+        else:
+            meeting.append(cand)
+    meeting.sort(key=lambda c: (c.usd_per_hour, c.usd_per_1m if c.usd_per_1m is not None else float("inf")))
+    return Choice(meeting[0] if meeting else None, meeting, rejected)
+
+
+def apply_cost(result: dict[str, Any], book: PriceBook, declared_type: str | None = None,
+               declared_region: str | None = None, market: str = "on_demand") -> dict[str, Any]:
+    """Fill ``result["cost"]`` from the price book (in place; returns the result).
+
+    A run whose instance type is unknown still gets a block: every figure None and a
+    ``price_note`` telling the user how to declare the type.
+    """
+    itype, region, source, warnings = instance_of(result, declared_type, declared_region)
+    price = book.price(itype, region, market)
+    result["cost"] = cost_block(result, price, source)
+    if warnings:
+        result.setdefault("warnings", []).extend(w for w in warnings if w not in result.get("warnings", []))
+    return result

@@ -1,0 +1,161 @@
+"""The decision summary: a few sentences worded only as strongly as the measurements allow.
+
+* intervals from repeats that do not overlap -> a plain claim ("1.39x the samples per dollar");
+* intervals that overlap -> "about the same … not a significant difference";
+* single runs -> the ratio, with "not tested" and how to test it;
+* a missing price -> the speed comparison only, and why there is no cost.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from app.core.compare import WORK
+
+_REPEAT_HINT = "use --repeats 3 or more to test it"
+
+
+def _x(value: float) -> str:
+    return f"{value:.2f}×"
+
+
+def _what(group: dict[str, Any], plural: bool = False) -> str:
+    model = group["model"].split("(")[0].split(" ")[0]
+    if group["workload"] == "train":
+        return f"{'train' if plural else 'trains'} {model}"
+    return f"{'serve' if plural else 'serves'} {model} at batch {group['batch_size']}"
+
+
+def _evidence(group: dict[str, Any], base: dict[str, Any]) -> tuple[bool | None, str]:
+    significant = group["price_performance_significant"]
+    if significant is None:
+        significant = group["faster_significant"]
+    counts = f"{group['n']} and {base['n']} repeats"
+    if group["n"] < 2 and base["n"] < 2:
+        return None, f"one run each, so the difference is not tested; {_REPEAT_HINT}"
+    if group["n"] < 2 or base["n"] < 2:
+        single = group["label"] if group["n"] < 2 else base["label"]
+        return None, f"{single} has a single run, so the difference is not tested; {_REPEAT_HINT}"
+    if significant:
+        return True, f"{counts}; the 95% intervals do not overlap"
+    return False, f"{counts}; the 95% intervals overlap, so this is not a significant difference"
+
+
+def versus(group: dict[str, Any], base: dict[str, Any]) -> str | None:
+    """One sentence comparing a group with its baseline group."""
+    work = WORK.get(group["workload"], "work")
+    pp, speed = group["price_performance_vs_baseline"], group["speedup_vs_baseline"]
+    significant, why = _evidence(group, base)
+    if pp is None:
+        if speed is None:
+            return None
+        missing = group if group["usd_per_hour"] is None else base
+        return (f"{group['label']} {_what(group)} at {_x(speed)} the {work} per second of {base['label']} "
+                f"({why}); cost is not compared: {missing['price_note'] or 'no price for ' + missing['label']}.")
+    if significant is False:
+        return (f"{group['label']} and {base['label']} {_what(group, plural=True)} at about the same {work} per "
+                f"dollar ({_x(pp)}; {why}).")
+    speed_text = f" and {_x(speed)} its {work} per second" if speed is not None else ""
+    return f"{group['label']} {_what(group)} at {_x(pp)} the {work} per dollar of {base['label']}{speed_text} ({why})."
+
+
+def _listing(values: list[str]) -> str:
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+def versus_sweep(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> str | None:
+    """One sentence for an inference sweep: every shared batch size of one host against the baseline's."""
+    group, base = pairs[0]
+    work = WORK.get(group["workload"], "work")
+    model = group["model"].split("(")[0].split(" ")[0]
+    evidence = [(_evidence(g, b), g["batch_size"]) for g, b in pairs]
+    kinds = {e[0][0] for e in evidence}
+    if kinds == {True}:
+        why = evidence[0][0][1].replace("do not overlap", "do not overlap at any batch size")
+    elif None in kinds:
+        why = next(e[0][1] for e in evidence if e[0][0] is None)
+    else:
+        overlapping = [str(b) for (sig, _), b in evidence if sig is False]
+        why = (f"{evidence[0][0][1].split(';')[0]}; the 95% intervals overlap at batch {_listing(overlapping)}, "
+               "so the difference there is not significant")
+    speeds = [_x(g["speedup_vs_baseline"]) for g, _ in pairs if g["speedup_vs_baseline"] is not None]
+    priced = [(g["price_performance_vs_baseline"], g["batch_size"]) for g, _ in pairs
+              if g["price_performance_vs_baseline"] is not None]
+    if not priced:
+        if not speeds:
+            return None
+        missing = group if group["usd_per_hour"] is None else base
+        return (f"{group['label']} serves {model} at {_listing(speeds)} the {work} per second of {base['label']} "
+                f"at batch {_listing([str(g['batch_size']) for g, _ in pairs])} ({why}); cost is not compared: "
+                f"{missing['price_note'] or 'no price for ' + missing['label']}.")
+    per = _listing([f"{_x(pp)} (batch {b})" for pp, b in priced])
+    speed_text = f", and {_listing(speeds)} its {work} per second" if speeds else ""
+    return f"{group['label']} serves {model} at {per} the {work} per dollar of {base['label']}{speed_text} ({why})."
+
+
+def summary(doc: dict[str, Any]) -> list[str]:
+    """The sentences at the top of a report (and under ``compare``'s table)."""
+    groups = doc["groups"]
+    sentences: list[str] = []
+    pairs: dict[tuple, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for group in groups:
+        if group["is_baseline"] or not group["baseline_label"]:
+            continue
+        base = next(g for g in groups if g["is_baseline"] and g["label"] == group["baseline_label"]
+                    and g["workload"] == group["workload"] and g["model"] == group["model"]
+                    and (g["workload"] == "train" or g["batch_size"] == group["batch_size"]))
+        key = (group["label"], base["label"], group["workload"], group["model"],
+               group["batch_size"] if group["workload"] == "train" else None)
+        pairs.setdefault(key, []).append((group, base))
+    # The chosen baseline's measure first: that is the comparison the user asked for.
+    main = next(((b["workload"], b["model"]) for b in doc.get("baselines") or [] if b["run_id"] == doc["baseline"]),
+                None)
+    for matched in sorted(pairs.values(), key=lambda m: (m[0][0]["workload"], m[0][0]["model"]) != main):
+        sentence = versus(*matched[0]) if len(matched) == 1 else versus_sweep(matched)
+        if sentence:
+            sentences.append(sentence)
+    choice = doc.get("choice")
+    if choice:
+        target = " and ".join(t for t in (
+            f"p99 ≤ {choice['max_p99_ms']:g} ms" if choice["max_p99_ms"] is not None else "",
+            f"throughput ≥ {choice['min_throughput']:g}/s" if choice["min_throughput"] is not None else "") if t)
+        best = choice["best"]
+        if best:
+            per_1m = f", ${best['usd_per_1m']:.4g} per 1M inferences" if best["usd_per_1m"] is not None else ""
+            rough = " (its p99 rests on fewer than 100 requests)" if not best["p99_reliable"] else ""
+            sentences.append(f"Cheapest option meeting {target}: {best['label']} at ${best['usd_per_hour']:.4g}/h"
+                             f"{per_1m}{rough}.")
+        else:
+            sentences.append(f"No run meets {target}.")
+    unpriced = sorted({g["label"] for g in groups if g["usd_per_hour"] is None})
+    for label in unpriced:
+        if any(label in s and "cost is not compared" in s for s in sentences):
+            continue  # already explained
+        note = next(g["price_note"] for g in groups if g["label"] == label)
+        sentences.append(f"{label}: cost N/A ({note}).")
+    for skipped in doc.get("skipped") or []:
+        sentences.append(f"Run {skipped['run_id']} on {skipped['host']} is left out: {skipped['reason']}.")
+    if len({g["label"] for g in groups}) == 1:
+        sentences[:0] = _one_host(groups)
+    return sentences
+
+
+def _one_host(groups: list[dict[str, Any]]) -> list[str]:
+    """With one host there is nothing to compare against: say what its cheapest setting costs."""
+    out = []
+    for workload in ("train", "infer"):
+        priced = [g for g in groups if g["workload"] == workload and g["usd_per_1m"] is not None]
+        measured = [g for g in groups if g["workload"] == workload and g["throughput"] is not None]
+        if not priced and measured:
+            best = max(measured, key=lambda g: g["throughput"])
+            where = " (the fastest setting measured)" if len(measured) > 1 else ""
+            out.append(f"{best['label']} {_what(best)} at {best['throughput']:.4g} {best['unit']}{where}; its cost "
+                       "is N/A until it has a price.")
+            continue
+        if not priced:
+            continue
+        best = min(priced, key=lambda g: g["usd_per_1m"])
+        lead = f"On {best['label']}, batch {best['batch_size']} is the cheapest setting measured: " \
+            if workload == "infer" and len(priced) > 1 else f"{best['label']} {_what(best)} at "
+        out.append(f"{lead}${best['usd_per_1m']:.4g} per 1M {WORK[workload]} ({best['throughput']:.4g} "
+                   f"{best['unit']} at ${best['usd_per_hour']:.4g}/h).")
+    return out

@@ -1,0 +1,342 @@
+"""What a report says, in order: summary, results, charts, cost details, methodology, runs.
+
+Both the HTML and the PDF writer render these blocks, so they cannot drift apart.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from app.core.compare import WORK
+from app.reports import svg
+from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summary, Table
+
+NA = "N/A"
+UNIT_LABEL = {"train": "samples/s", "infer": "inferences/s"}
+
+
+def num(value: float | None, fmt: str = ".4g") -> str:
+    return NA if value is None else format(value, fmt)
+
+
+def usd(value: float | None) -> str:
+    return NA if value is None else f"${value:.4g}"
+
+
+def times(value: float | None) -> str:
+    return NA if value is None else f"{value:.2f}×"
+
+
+def _measures(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys((g["workload"], g["model"]) for g in doc["groups"]))
+
+
+def _short(model: str) -> str:
+    return model.split("(")[0].split(" ")[0]
+
+
+def _measure_title(workload: str, model: str) -> str:
+    return f"{model} {'training' if workload == 'train' else 'inference'}"
+
+
+def _results(doc: dict[str, Any]) -> list[Block]:
+    blocks: list[Block] = [Heading("Results")]
+    rough = False
+    for workload, model in _measures(doc):
+        rows = []
+        train = workload == "train"
+        for r in doc["rows"]:
+            if (r["workload"], r["model"]) != (workload, model):
+                continue
+            p99 = num(r["latency_p99_ms"], ".3g")
+            if r["p99_reliable"] is False:
+                p99 += "*"
+                rough = True
+            latency = () if train else (num(r["latency_p50_ms"], ".3g"), p99)
+            rows.append((r["label"], r["ref"] or "", str(r["batch_size"]), num(r["throughput"]), *latency,
+                         usd(r["usd_per_hour"]), usd(r["usd_per_1m"]), times(r["speedup_vs_baseline"]),
+                         times(r["price_performance_vs_baseline"])))
+        unit = UNIT_LABEL[workload]
+        header = ("Host", "Run", "Batch", "Throughput", *(() if train else ("p50 ms", "p99 ms")), "$/h",
+                  "$ per 1M", "Speed", "Work per $")
+        blocks.append(Table(header, tuple(rows), (False, False) + (True,) * (len(header) - 2),
+                            caption=f"{_measure_title(workload, model)} · throughput in {unit}, "
+                                    f"cost per 1M {WORK[workload]}"))
+        repeated = [g for g in doc["groups"] if g["n"] >= 2 and (g["workload"], g["model"]) == (workload, model)]
+        if repeated:
+            grows = []
+            for g in repeated:
+                ci = g["ci95"] or [None, None]
+                grows.append((g["label"], str(g["batch_size"]), str(g["n"]), num(g["throughput"]),
+                              f"{num(ci[0])} – {num(ci[1])}", usd(g["usd_per_1m"]),
+                              ", ".join(g["overlaps_with"]) or "none"))
+            blocks.append(Table(("Host", "Batch", "Runs", "Median", "95% interval", "$ per 1M",
+                                 "Interval overlaps"), tuple(grows), (False, True, True, True, True, True, False),
+                                caption="Across repeats: median and bootstrap 95% interval",
+                                notes=("Hosts whose intervals overlap have not been shown to differ.",)))
+    refs = {r["run_id"]: r["ref"] for r in doc["rows"]}
+    bases = "; ".join(f"{_measure_title(b['workload'], _short(b['model']))}: {refs.get(b['run_id'])} "
+                      f"({next(r['label'] for r in doc['rows'] if r['run_id'] == b['run_id'])})"
+                      for b in doc.get("baselines") or [])
+    notes = [f"Speed and work per dollar are relative to the baseline of each measure ({bases}); inference "
+             "compares the same batch size. Run references (R1, …) are listed under Runs.",
+             "N/A: not measured, or no price known (see Prices under Methodology). Never read N/A as zero."]
+    if rough:
+        notes.append("* p99 from fewer than 100 requests: rough.")
+    blocks.append(Bullets(tuple(notes)))
+    return blocks
+
+
+def _colour_of(doc: dict[str, Any]) -> dict[str, str]:
+    """One colour per host label, the same in every chart of the report."""
+    labels = dict.fromkeys(g["label"] for g in doc["groups"])
+    return {label: svg.colour(i) for i, label in enumerate(labels)}
+
+
+def _bar_series(groups: list[dict[str, Any]], categories: list[Any], key: str, with_ci: bool,
+                colours: dict[str, str]) -> list[svg.BarSeries]:
+    labels = list(dict.fromkeys(g["label"] for g in groups))
+    series = []
+    for label in labels:
+        mine = {g["batch_size"]: g for g in groups if g["label"] == label}
+        values = [mine[c][key] if c in mine else None for c in categories]
+        intervals = None
+        if with_ci:
+            intervals = [mine[c]["ci95"] if c in mine else None for c in categories]
+        host = next(iter(mine.values())).get("host_label", label)
+        series.append(svg.BarSeries(label, values, intervals,
+                                    ["N/A" if c in mine else "not run" for c in categories], colours.get(host)))
+    return series
+
+
+def _charts(doc: dict[str, Any]) -> list[Block]:
+    blocks: list[Block] = [Heading("Charts", page_break=True)]
+    colours = _colour_of(doc)
+    for workload, model in _measures(doc):
+        groups = [g for g in doc["groups"] if g["workload"] == workload and g["model"] == model]
+        name = f"{_short(model)} {'training' if workload == 'train' else 'inference'}"
+        unit = groups[0]["unit"]
+        if workload == "train":
+            categories: list[Any] = [None]
+            names = ["training"]
+            # training groups of one host at several batch sizes are separate bars
+            groups = [dict(g, label=f"{g['label']} b{g['batch_size']}", host_label=g["label"]) if sum(
+                1 for h in groups if h["label"] == g["label"]) > 1 else g for g in groups]
+            groups = [dict(g, batch_size=None) for g in groups]
+        else:
+            categories = sorted({g["batch_size"] for g in groups})
+            names = [f"batch {c}" for c in categories]
+        has_ci = any(g["ci95"] for g in groups)
+        throughput = _bar_series(groups, categories, "throughput", has_ci, colours)
+        blocks.append(Chart(f"Throughput · {name}", svg.bar_chart(
+            f"Throughput · {name}", names, throughput, unit), 720, 320,
+            "Bars: median over repeats (or the single run); whiskers: bootstrap 95% interval." if has_ci
+            else "One run per host and batch size: no interval."))
+        work = WORK.get(workload, "units")
+        costs = _bar_series(groups, categories, "usd_per_1m", False, colours)
+        if any(v is not None for series in costs for v in series.values):
+            blocks.append(Chart(f"Cost per 1M {work} · {name}", svg.bar_chart(
+                f"Cost per 1M {work} · {name}", names, costs, f"USD per 1M {work}"), 720, 320,
+                f"usd_per_1m = usd_per_hour / 3600 / throughput × 1e6, at {doc['market'].replace('_', '-')} "
+                "prices. Lower is better; N/A where no price is known."))
+        else:
+            notes = sorted({g["price_note"] for g in groups if g["price_note"]})
+            blocks.append(Paragraph(f"Cost per 1M {work} · {name}: N/A — no host has a known price"
+                                    + (f" ({'; '.join(notes)})." if notes else "."), "note"))
+        if workload == "infer":
+            series = []
+            for label in dict.fromkeys(g["label"] for g in groups):
+                mine = sorted((g for g in groups if g["label"] == label and g["throughput"] is not None
+                               and g["latency_p99_ms"] is not None), key=lambda g: g["batch_size"])
+                series.append(svg.PointSeries(label, [(g["throughput"], g["latency_p99_ms"]) for g in mine],
+                                              [f"b{g['batch_size']}" for g in mine], colours.get(label)))
+            blocks.append(Chart(f"Latency vs throughput · {name}", svg.xy_chart(
+                f"p99 latency vs throughput · {name}", series, unit, "p99 latency (ms)", lines=False), 720, 320,
+                "Each point is one batch size (label b<N>); down and to the right is better."))
+    blocks += _utilisation(doc)
+    return blocks
+
+
+def _utilisation(doc: dict[str, Any]) -> list[Block]:
+    """One chart per metric (accelerator, host CPU), one line per run, at most a palette's worth per chart."""
+    colours = _colour_of(doc)
+    by_metric: dict[str, list[svg.PointSeries]] = {}
+    for run in doc["runs"]:
+        for name, points in (run["telemetry"]["series"] or {}).items():
+            metric = "Host CPU" if name == "host CPU" else "Accelerator utilisation"
+            by_metric.setdefault(metric, []).append(
+                svg.PointSeries(f"{run['ref']} {run['label']}" + ("" if metric == "Host CPU" else f" · {name}"),
+                                svg.thin([tuple(p) for p in points]), colour=colours.get(run["label"])))
+    if not by_metric:
+        return [Paragraph("Utilisation over time: N/A — no telemetry samples were recorded for these runs.",
+                          "note")]
+    sources = sorted({s for run in doc["runs"] for s in run["telemetry"]["sources"]})
+    blocks: list[Block] = []
+    per_chart = len(svg.PALETTE)
+    for metric in ("Accelerator utilisation", "Host CPU"):
+        series = by_metric.get(metric, [])
+        for start in range(0, len(series), per_chart):
+            part = series[start:start + per_chart]
+            suffix = f" ({start // per_chart + 1} of {-(-len(series) // per_chart)})" if len(series) > per_chart \
+                else ""
+            title = f"{metric} over time{suffix}"
+            blocks.append(Chart(title, svg.xy_chart(title, part, "seconds since the run's first sample", "percent",
+                                                    lines=True, y_max=100.0), 720, 300,
+                                "Mean over the host's NeuronCores or GPUs (accelerator) or its CPUs, per time "
+                                f"bucket; sources: {', '.join(sources)}. Gaps are samples that could not be read, "
+                                "not zero."))
+    return blocks
+
+
+def _cost_details(doc: dict[str, Any]) -> list[Block]:
+    blocks: list[Block] = [Heading("Compile time and cost")]
+    rows = []
+    for r in doc["rows"]:
+        rows.append((r["label"], r["ref"] or "", str(r["batch_size"]), num(r["compile_s"], ".1f"),
+                     usd(r["compile_usd"]), r.get("compile_cache") or NA))
+    blocks.append(Table(("Host", "Run", "Batch", "Compile s", "Compile $", "Compile cache"), tuple(rows),
+                        (False, False, True, True, True, False),
+                        notes=("Compile time is kept out of every throughput figure and costed apart. Compile "
+                               "cache: cold (the compiler ran), cached (Neuron logged 'Using a cached neff'), "
+                               "N/A (no compiler messages: an eager backend, or logs not captured).",)))
+    items = _cold_vs_cached(doc)
+    items += [f"{e['cheaper_after']} costs less than {e['than']} in total once a job runs more than "
+              f"{e['samples']:,.0f} samples: its higher compile cost is paid back by a lower cost per sample."
+              for e in doc.get("break_even") or []]
+    if items:
+        blocks.append(Bullets(tuple(items)))
+    if doc.get("budget"):
+        brows = tuple((b["label"], f"{b['epochs']:g} × {b['samples_per_epoch']:,}", num(b["train_hours"], ".3g"),
+                       usd(b["train_usd"]), usd(b["compile_usd"]), num(b["total_hours"], ".3g"), usd(b["total_usd"]))
+                      for b in doc["budget"])
+        blocks.append(Table(("Host", "Epochs × samples", "Train h", "Train $", "Compile $", "Total h", "Total $"),
+                            brows, (False, True, True, True, True, True, True), caption="Training budget",
+                            notes=("Compile counted once, at the longest compile measured for the host (a new "
+                                   "instance starts with a cold compile cache).",)))
+    choice = doc.get("choice")
+    if choice:
+        target = " and ".join(t for t in (
+            f"p99 ≤ {choice['max_p99_ms']:g} ms" if choice["max_p99_ms"] is not None else "",
+            f"throughput ≥ {choice['min_throughput']:g}/s" if choice["min_throughput"] is not None else "") if t)
+        crows = [(c["label"], "meets", num(c["throughput"]), num(c["p99_ms"], ".3g"), usd(c["usd_per_hour"]),
+                  usd(c["usd_per_1m"])) for c in choice["meeting"]]
+        crows += [(c["label"], c["reason"], num(c["throughput"]), num(c["p99_ms"], ".3g"), usd(c["usd_per_hour"]),
+                   usd(c["usd_per_1m"])) for c in choice["rejected"]]
+        blocks.append(Table(("Option", "Against the target", "Throughput", "p99 ms", "$/h", "$ per 1M"), tuple(crows),
+                            (False, False, True, True, True, True),
+                            caption=f"Options against the target {target}, cheapest first"))
+    return blocks
+
+
+def _cold_vs_cached(doc: dict[str, Any]) -> list[str]:
+    """"trn1.2xlarge: cold compile 1840 s ($0.69); cached 14 s ($0.0052)" where both were measured."""
+    items = []
+    for workload, model in _measures(doc):
+        for label in dict.fromkeys(r["label"] for r in doc["rows"]):
+            rows = [r for r in doc["rows"] if r["label"] == label and (r["workload"], r["model"]) == (workload, model)
+                    and r["compile_s"] is not None]
+            by_state = {state: [r for r in rows if r.get("compile_cache") == state] for state in ("cold", "cached")}
+            if not by_state["cold"] or not by_state["cached"]:
+                continue
+            parts = []
+            for state, chosen in by_state.items():
+                seconds = sorted(r["compile_s"] for r in chosen)[len(chosen) // 2]
+                cost = next(r["compile_usd"] for r in chosen if r["compile_s"] == seconds)
+                parts.append(f"{state} {seconds:,.1f} s ({usd(cost)})")
+            items.append(f"{label}, {_measure_title(workload, _short(model))}: compile " + "; ".join(parts) + ".")
+    return items
+
+
+def _methodology(doc: dict[str, Any]) -> list[Block]:
+    m = doc["methodology"]
+    blocks: list[Block] = [Heading("Methodology", page_break=True)]
+    items = []
+    if m["train"]:
+        warm = ", ".join(str(w) for w in m["warmup"]) or NA
+        items.append(f"Training (timm model, random data, Adam; torchrun across cores): the first {warm} warm-up "
+                     "step(s) and every step that compiled are left out; the steady window starts after both. "
+                     "Throughput = samples in the steady window ÷ its wall time, timed after the device finished.")
+    if m["infer"]:
+        items.append("Inference: each batch size runs in a fresh process; the model is compiled/traced once "
+                     f"(timed apart), warmed up, then measured until at least {_join(m['min_iters'])} requests and "
+                     f"{_join(m['duration'])} s were reached. Percentiles come from every request; a p99 from "
+                     "fewer than 100 requests is flagged. Throughput = completed samples ÷ wall time.")
+    items.append("Compile handling: compile time never enters a throughput figure; it is shown with its own cost, "
+                 "and whether the Neuron compile cache served it (cold vs cached).")
+    counts: dict[str, int] = {}
+    for g in doc["groups"]:
+        counts[g["label"]] = max(counts.get(g["label"], 0), g["n"])
+    reps = ", ".join(f"{label} {n}" for label, n in counts.items())
+    items.append(f"Repeats (runs per host and setting, each in fresh processes): {reps}. With two or more, the "
+                 "figure is the median with a bootstrap 95% interval (2,000 resamples); overlapping intervals are "
+                 "reported as no significant difference. Single runs are compared without a significance claim.")
+    items.append("Cost: usd_per_1m = usd_per_hour / 3600 / throughput × 1e6 (the formula of AWS's Neuron "
+                 "benchmark tables); work per dollar = throughput × 3600 / usd_per_hour. Prices are looked up when "
+                 "the report is made; a missing price is N/A, never 0.")
+    items.append("Outliers are never dropped: steps beyond 3 interquartile ranges are kept and named in the "
+                 "run's warnings below.")
+    blocks.append(Bullets(tuple(items)))
+
+    blocks.append(Heading("Environment", level=3))
+    env_rows = []
+    for run in doc["runs"]:
+        fp = run["fingerprint"]
+        env_rows.append((run["ref"], run["host"], fp.get("instance_type") or NA, fp.get("python") or NA,
+                         fp.get("torch") or NA, fp.get("torch_xla") or NA, fp.get("torch_neuronx") or NA,
+                         fp.get("neuronx_cc") or NA, fp.get("neuron_sdk") or NA))
+    notes = ()
+    if m["environment_differences"]:
+        notes = ("Software differs between runs in: " + ", ".join(m["environment_differences"])
+                 + ". Part of a difference in results may come from software, not hardware.",)
+    blocks.append(Table(("Run", "Host", "Instance", "Python", "torch", "torch-xla", "torch-neuronx", "neuronx-cc",
+                         "Neuron SDK"), tuple(env_rows), notes=notes))
+
+    blocks.append(Heading("Prices", level=3))
+    sources: list[str] = []
+    price_rows = []
+    for p in m["prices"]:
+        label = f"{p['source']} — {p['date']}" if p["source"] else ""
+        if label and label not in sources:
+            sources.append(label)
+        price_rows.append((p["instance_type"] or NA, p["region"] or NA, p["market"].replace("_", "-"),
+                           usd(p["usd_per_hour"]), f"[{sources.index(label) + 1}]" if label else NA,
+                           (p["note"] or "").split(" (per ")[0]))
+    notes = tuple(f"[{i}] {label}" for i, label in enumerate(sources, 1)) + (
+        "'snapshot date unknown': the shipped price book is a snapshot of a public catalog whose date could not be "
+        "established; `neuronbench prices refresh` fetches current AWS prices and `neuronbench prices set` records "
+        "your own.",)
+    blocks.append(Table(("Instance", "Region", "Market", "$/h", "Source", "Note"), tuple(price_rows),
+                        (False, False, False, True, False, False), notes=notes))
+    warnings = [f"{run['label']} ({run['ref']}): {w}" for run in doc["runs"] for w in run["warnings"]]
+    blocks.append(Heading("Warnings", level=3))
+    blocks.append(Bullets(tuple(warnings)) if warnings else Paragraph("None of the runs reported a warning."))
+    return blocks
+
+
+def _join(values: list[Any]) -> str:
+    return "/".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) or NA
+
+
+def _runs(doc: dict[str, Any]) -> list[Block]:
+    """One line per run (a list, not a table: long spec lines wrap without splitting a table row across pages)."""
+    items = tuple(f"{r['ref']} · {r['run_id']} · {r['host']} ({r['label']}) · {r['status']} · created "
+                  f"{(r['created_at'] or NA).replace('T', ' ').replace('Z', ' UTC')} · {r['telemetry']['buckets']} "
+                  f"telemetry buckets — {r['spec_summary'] or NA}" for r in doc["runs"])
+    blocks: list[Block] = [Heading("Runs"), Bullets(items)]
+    if doc.get("skipped"):
+        blocks.append(Bullets(tuple(f"{s['run_id']} on {s['host']} left out: {s['reason']}"
+                                    for s in doc["skipped"])))
+    return blocks
+
+
+def build_blocks(doc: dict[str, Any]) -> list[Block]:
+    """Every block of the report, in reading order."""
+    meta = (f"Generated {doc['generated_at'].replace('T', ' ').replace('Z', ' UTC')} by {doc['generator']} · "
+            f"baseline run {doc['baseline']} · {doc['market'].replace('_', '-')} prices")
+    blocks: list[Block] = [Paragraph(meta, "meta"),
+                           Summary(tuple(doc["summary"]) or ("Nothing to compare: no run has a result.",))]
+    blocks += _results(doc)
+    blocks += _charts(doc)
+    blocks += _cost_details(doc)
+    blocks += _methodology(doc)
+    blocks += _runs(doc)
+    return blocks

@@ -1,0 +1,31 @@
+"""CSV report: one row per run x batch size; "N/A" for every missing value (never an empty cell or 0)."""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+COLUMNS = ("run_id", "host", "label", "instance_type", "region", "workload", "model", "backend", "batch_size",
+           "throughput", "unit", "latency_p50_ms", "latency_p99_ms", "p99_reliable", "compile_s", "compile_usd",
+           "compile_cache", "usd_per_hour", "usd_per_1m", "speedup_vs_baseline", "price_performance_vs_baseline",
+           "price_source", "price_date", "price_note", "market", "repeat")
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return "N/A"
+    if isinstance(value, dict):  # repeat: {"index": 2, "of": 3}
+        return f"{value.get('index')}/{value.get('of')}"
+    if isinstance(value, float):
+        return repr(value)  # full precision: a spreadsheet rounds for display, we do not
+    return str(value)
+
+
+def render_csv(doc: dict[str, Any]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in doc["rows"]:
+        full = dict(row, market=doc["market"])
+        writer.writerow([_cell(full.get(column)) for column in COLUMNS])
+    return out.getvalue()

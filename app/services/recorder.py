@@ -1,0 +1,92 @@
+"""Recording one run into the store: RunSession's ``on_event`` callback in, store writes out.
+
+    recorder = RunRecorder.start(store, book, host, spec, run_id)
+    session = RunSession(transport, spec, run_id=run_id, on_event=recorder)   # or chain it
+    result = recorder.finish(session.run())                                  # cost filled, stored
+
+A store failure (disk full, a locked file past its timeout) must not kill a
+benchmark that may have compiled for half an hour: the recorder reports it once
+through ``on_error`` and the run goes on (the host keeps its own events.jsonl).
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from app.core.cost import apply_cost
+from app.core.errors import NeuronBenchError
+from app.core.pricebook import PriceBook
+from app.paths import AppPaths
+from app.services.pricing import load_pricebook
+from app.services.store import RunStore
+from remote_agent.protocol import RunSpec
+
+
+class RunRecorder:
+    def __init__(self, store: RunStore, book: PriceBook | None, host: str, spec: RunSpec | dict[str, Any],
+                 run_id: str, declared_type: str | None = None, declared_region: str | None = None,
+                 on_error: Callable[[str], None] | None = None) -> None:
+        self.store = store
+        self.book = book
+        self.host = host
+        self.spec = spec.to_dict() if isinstance(spec, RunSpec) else dict(spec)
+        self.run_id = run_id
+        self.declared_type = declared_type or None
+        self.declared_region = declared_region or None
+        self.on_error = on_error
+        self.failed: str | None = None
+        self.env: dict[str, Any] | None = None
+
+    @classmethod
+    def start(cls, store: RunStore, book: PriceBook | None, host: str, spec: RunSpec | dict[str, Any],
+              run_id: str, **kwargs: Any) -> RunRecorder:
+        """Create the run's row (status ``running``) and return the recorder."""
+        recorder = cls(store, book, host, spec, run_id, **kwargs)
+        declared = {"instance_type": recorder.declared_type, "region": recorder.declared_region} \
+            if recorder.declared_type or recorder.declared_region else None
+        store.begin_run(run_id, host, recorder.spec, declared)
+        return recorder
+
+    def _report(self, exc: Exception) -> None:
+        if self.failed is None:
+            self.failed = f"the run store {self.store.path} stopped recording run {self.run_id}: {exc}"
+            if self.on_error:
+                self.on_error(self.failed)
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "probe":
+            self.env = event.get("env")
+        if self.failed is not None:
+            return
+        try:
+            self.store.append_event(self.run_id, event)
+        except (sqlite3.Error, OSError) as exc:
+            self._report(exc)
+
+    def finish(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Price the Result (its ``cost`` block), store it with its status, and return it."""
+        if not result.get("env") and self.env:
+            result["env"] = self.env  # a run that died still says what it ran on
+        if self.book is not None:
+            apply_cost(result, self.book, self.declared_type, self.declared_region)
+        try:
+            self.store.finish_run(self.run_id, result)
+        except (sqlite3.Error, OSError) as exc:
+            self._report(exc)
+        return result
+
+
+def open_recording(paths: AppPaths, warn: Callable[[str], None]) -> tuple[RunStore, PriceBook | None]:
+    """The run store and the price book for recording runs.
+
+    A damaged price file costs the runs their ``cost`` block (filled in later by
+    ``compare``/``report``), not the benchmark: it is reported through ``warn``.
+    """
+    store = RunStore(paths.runs_db)
+    try:
+        book: PriceBook | None = load_pricebook(paths)
+    except NeuronBenchError as exc:
+        warn(f"runs are recorded without prices: {exc}")
+        book = None
+    return store, book

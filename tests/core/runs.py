@@ -1,0 +1,61 @@
+"""StoredRun builders for compare/report tests: Results shaped as remote_agent/summary.py writes them."""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from app.core.pricebook import PriceBook, parse_snapshot_csv
+from app.core.runrecord import StoredRun
+from tests.conftest import DATA
+
+_ids = itertools.count(1)
+VIT = {"model": "vit_base_patch16_224", "model_args": {}, "precision": "bf16"}
+
+
+def book() -> PriceBook:
+    entries, specs = parse_snapshot_csv((DATA / "pricing" / "aws-instances.csv").read_text())
+    return PriceBook(snapshot=entries, specs=specs)
+
+
+def env(instance_type: str | None, region: str | None = "us-east-1", **extra: Any) -> dict[str, Any]:
+    return {"instance_type": instance_type, "region": region, "python": {"version": "3.10.12"}, "torch": "2.9.0",
+            "torch_xla": "2.9.0", "torch_neuronx": "2.9.0.2.11", "neuronx_cc": "2.21.18209.0", "timm": "1.0.31",
+            "cpu": {"model": "AMD EPYC", "count": 4}, "devices": [], **extra}
+
+
+def train_run(host: str, instance_type: str | None, throughput: float | None, batch: int = 32,
+              compile_s: float = 600.0, status: str = "ok", region: str = "us-east-1", **spec: Any) -> StoredRun:
+    run_id = f"20261122-1200{next(_ids):02d}-aaaaaa"
+    result = {"schema": "neuronbench.result/1", "run_id": run_id, "host": host, "workload": "train",
+              "backend": "neuron", "status": status,
+              "error": {"kind": "oom", "message": "out of device memory"} if status == "failed" else None,
+              "spec": {"workload": "train", "batch_sizes": [batch], "warmup": 5, "steps": 100, "nproc": 2,
+                       "backend": "neuron",
+                       **VIT, **spec},
+              "env": env(instance_type, region),
+              "train": {"steps_total": 100, "steps_measured": 90, "global_batch": batch,
+                        "compile": {"seconds": compile_s, "count": 2, "steps": [1, 2]},
+                        "step_time_s": {"median": 0.3, "ci95": [0.29, 0.31]},
+                        "throughput_samples_per_s": throughput} if status == "ok" else None,
+              "infer": None, "cost": None, "warnings": []}
+    return StoredRun(run_id=run_id, host=host, status=status, spec=result["spec"], created_at=1.0e9,
+                     workload="train", model=VIT["model"], env=result["env"], result=result,
+                     instance_type=instance_type)
+
+
+def infer_run(host: str, instance_type: str | None, rows: list[tuple[int, float, float]],
+              model: str = "bert-large", **spec: Any) -> StoredRun:
+    """rows: (batch size, throughput/s, p99 ms)."""
+    run_id = f"20261122-1300{next(_ids):02d}-bbbbbb"
+    result = {"schema": "neuronbench.result/1", "run_id": run_id, "host": host, "workload": "infer",
+              "backend": "neuron", "status": "ok", "error": None,
+              "spec": {"workload": "infer", "model": model, "model_args": {}, "precision": "fp32", "backend": "neuron",
+                       "batch_sizes": [r[0] for r in rows], "duration": 10, "min_iters": 100, **spec},
+              "env": env(instance_type),
+              "infer": [{"batch_size": b, "compile_s": 40.0, "iterations": 1000,
+                         "latency_ms": {"p50": p99 * 0.8, "p90": p99 * 0.9, "p95": p99 * 0.95, "p99": p99,
+                                        "mean": p99 * 0.8},
+                         "throughput_per_s": t, "p99_reliable": True} for b, t, p99 in rows],
+              "train": None, "cost": None, "warnings": []}
+    return StoredRun(run_id=run_id, host=host, status="ok", spec=result["spec"], created_at=1.0e9,
+                     workload="infer", model=model, env=result["env"], result=result, instance_type=instance_type)
