@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import List, Optional
 
@@ -21,8 +22,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _use_private_site() -> None:
+    """Make packages the app installed for the agent (e.g. timm) importable, after the Python's own.
+
+    Appended, not prepended: a package the host's Python has always wins.
+    Every agent process (supervisor, workers, torchrun's workers) runs this.
+    """
+    from remote_agent.rundir import private_site
+
+    site = private_site()
+    if os.path.isdir(site) and site not in sys.path:
+        sys.path.append(site)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _use_private_site()
     # Internal entry points take positional arguments only and skip argparse's import cost.
     if argv and argv[0] == "_supervise":
         from remote_agent.supervisor import main as supervise

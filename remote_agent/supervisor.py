@@ -170,12 +170,23 @@ class Supervisor:
                 "detail": tail_text(self.run.stderr_log)}
 
     # ------------------------------------------------------------------ main
+    def _spec_for_hello(self) -> Optional[Dict[str, Any]]:
+        try:
+            with open(self.run.spec) as handle:
+                spec = json.load(handle)
+        except (OSError, ValueError):
+            return None  # reported properly below, where the spec is parsed for real
+        return spec if isinstance(spec, dict) else None
+
     def main(self) -> int:
-        self.events.emit("hello", agent_version=remote_agent.__version__, protocol_version=PROTOCOL_VERSION,
-                         pid=os.getpid(), python=sys.version.split()[0], run_id=self.run.run_id)
-        write_pid_file(self.run, os.getpid())
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        # The hello carries the spec (an extra field, allowed by protocol v1): ``attach`` always
+        # replays hello first, so an app that attaches from another computer knows what runs.
+        self.events.emit("hello", agent_version=remote_agent.__version__, protocol_version=PROTOCOL_VERSION,
+                         pid=os.getpid(), python=sys.version.split()[0], run_id=self.run.run_id,
+                         spec=self._spec_for_hello())
+        write_pid_file(self.run, os.getpid())
         spec_dict: Dict[str, Any] = {}
         env: Optional[Dict[str, Any]] = None
         backend: Optional[Dict[str, Any]] = None

@@ -4,17 +4,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from typing import IO, Any
 
-from app.cli.hosts_resolve import transport_for
-from app.cli.progress import ProgressPrinter
+from app.cli.hosts_resolve import prompts_for, transport_for
+from app.cli.progress import ProgressPrinter, progress_stream
 from app.cli.text import format_repeats, format_result
-from app.core.errors import AgentError, BadSpecError, NeuronBenchError
+from app.core.errors import BadSpecError
 from app.core.presets import PRESETS
 from app.core.results import aggregate_repeats
 from app.core.specs import build_spec, parse_batch_sizes, parse_model_args
 from app.paths import AppPaths
-from app.services.session import RunSession
+from app.services.multi_run import RunListener, RunTicket, run_on_hosts
 from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec
 
 INFER_DEFAULT_BATCH_SIZES = (1, 4, 16)
@@ -71,25 +72,18 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
                       min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers)
 
 
-def failed_result(host: str, spec: RunSpec, run_id: str, error: NeuronBenchError) -> dict[str, Any]:
-    """A Result for a run that produced none (the agent died, the host was unreachable)."""
-    return {"schema": "neuronbench.result/1", "run_id": run_id, "host": host, "workload": spec.workload,
-            "backend": spec.backend, "status": "failed",
-            "error": {"kind": getattr(error, "kind", type(error).__name__), "message": str(error),
-                      "detail": error.detail},
-            "spec": spec.to_dict(), "env": None, "train": None, "infer": None, "cost": None, "warnings": []}
-
-
 class EventsFile:
-    """``--events PATH``: every raw event of every run, in arrival order."""
+    """``--events PATH``: every raw event of every run, in arrival order (hosts run concurrently)."""
 
     def __init__(self, path: str | None) -> None:
         self.handle: IO[str] | None = open(path, "w", encoding="utf-8") if path else None
+        self._lock = threading.Lock()
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self.handle is not None:
-            self.handle.write(json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n")
-            self.handle.flush()
+            with self._lock:
+                self.handle.write(json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n")
+                self.handle.flush()
 
     def close(self) -> None:
         if self.handle is not None:
@@ -99,27 +93,24 @@ class EventsFile:
 def handle(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     paths = AppPaths.resolve(args.data_dir)
-    transports = [transport_for(host, paths) for host in args.host]
+    prompts = prompts_for(args)
+    transports = [transport_for(host, paths, prompts) for host in args.host]
     events_file = EventsFile(args.events)
-    results: list[dict[str, Any]] = []
+    stream = progress_stream(len(transports))
+
+    def listener_for(ticket: RunTicket) -> RunListener:
+        """Called on the host's thread: every host's runs go on at once."""
+        label = f" #{ticket.repeat}/{ticket.repeats}" if ticket.repeats > 1 else ""
+        printer = ProgressPrinter(ticket.host, spec, label, stream=stream)
+
+        def on_event(event: dict[str, Any]) -> None:
+            events_file(event)
+            printer(event)
+
+        return RunListener(on_event=on_event, on_notice=printer.note)
+
     try:
-        for transport in transports:
-            for repeat in range(args.repeats):
-                label = f" #{repeat + 1}/{args.repeats}" if args.repeats > 1 else ""
-                printer = ProgressPrinter(transport.host, spec, label)
-
-                def on_event(event: dict[str, Any], printer: ProgressPrinter = printer) -> None:
-                    events_file(event)
-                    printer(event)
-
-                session = RunSession(transport, spec, on_event=on_event)
-                try:
-                    result = session.run()
-                except (AgentError, NeuronBenchError) as exc:
-                    result = failed_result(transport.host, spec, session.run_id, exc)
-                if args.repeats > 1:
-                    result["repeat"] = {"index": repeat + 1, "of": args.repeats}
-                results.append(result)
+        results = run_on_hosts(transports, spec, args.repeats, listener_for)
     finally:
         events_file.close()
         for transport in transports:

@@ -58,6 +58,14 @@ class AgentProcess:
     def kill(self) -> None:
         raise NotImplementedError
 
+    def connection_lost(self) -> bool:
+        """After the stream ended: True if the transport lost its connection (the agent may still run).
+
+        False means the agent itself ended (its exit status and stderr say how).
+        A local subprocess has no connection to lose.
+        """
+        return False
+
 
 class Transport:
     """Where an agent runs.  ``host`` is the name the user knows the machine by."""
