@@ -233,6 +233,11 @@ def _handshake(sock, ep: Endpoint, known_hosts: KnownHosts, prompts: SshPrompts,
         if "banner" in reason.lower():
             reason = f"no SSH server answered within {timeout:g} s (is port {ep.port} really sshd?)"
         raise ConnectError(f"{ep.where} accepted the connection but the SSH handshake failed: {reason}") from None
+    if not (t.is_active() and t.initial_kex_done):  # start_client returns quietly when its timeout passes
+        t.close()
+        reason = (f"no SSH server answered within {timeout:g} s (is port {ep.port} really sshd?)"
+                  if not t.remote_version else f"it did not finish within {timeout:g} s")
+        raise ConnectError(f"{ep.where} accepted the connection but the SSH handshake failed: {reason}")
     try:
         known_hosts.verify(ep.label, ep.hostname, ep.port, t.get_remote_server_key(), prompts)
         _authenticate(t, ep, prompts, keyring)
