@@ -7,7 +7,6 @@ when its parent dies; it survives exec, so ``_exec`` can arm it for torchrun.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -21,6 +20,8 @@ def die_with_parent(signum: int = signal.SIGTERM) -> bool:
     """Ask the kernel to send ``signum`` to this process when its parent exits (Linux only)."""
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # here: every agent start imports this module, only workload processes need ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0:

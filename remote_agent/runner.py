@@ -9,22 +9,21 @@ import sys
 import time
 from typing import IO, Optional
 
-import remote_agent
-from remote_agent.eventlog import EventLog
+from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.follow import follow
 from remote_agent.launch import agent_command, child_env
 from remote_agent.orphan import ENV_RUN_ID, run_processes, signal_all
-from remote_agent.protocol import PROTOCOL_VERSION, RunSpec, SpecError, check_run_id, new_run_id
+from remote_agent.protocol import RunSpec, SpecError, check_run_id, new_run_id
 from remote_agent.rundir import RunDir, remove_old_runs, supervisor_alive, supervisor_pid, tail_text, write_pid_file
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_AGENT_DIED = 0, 2, 3
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 # A run directory without a pid file is a run being started (``run`` writes it right after the spawn).
 STARTING_GRACE_S = 30.0
 
 
 def _hello(log: EventLog, run_id: Optional[str]) -> None:
-    log.emit("hello", agent_version=remote_agent.__version__, protocol_version=PROTOCOL_VERSION,
-             pid=os.getpid(), python=sys.version.split()[0], run_id=run_id)
+    emit_hello(log, run_id, os.getpid())
 
 
 def probe(out: IO[bytes], quick: bool = False) -> int:
@@ -86,12 +85,22 @@ def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
         json.dump(spec.to_dict(), handle, indent=1)
     env = child_env()
     env[ENV_RUN_ID] = run_id
-    with open(run_dir.agent_log, "wb") as agent_log:
-        proc = subprocess.Popen(agent_command() + ["_supervise", run_dir.path], start_new_session=True,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=agent_log,
-                                env=env, cwd=run_dir.path)
-    # Written here too (the supervisor rewrites it): an ``attach`` after a dropped connection must
-    # see a live run even if it comes before the supervisor got going.
+    # The supervisor starts with SIGTERM/SIGINT blocked (the mask is inherited) and unblocks them once
+    # its handler is in place: a cancel that comes right after the hello still ends the run cleanly.
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        with open(run_dir.agent_log, "wb") as agent_log:
+            proc = subprocess.Popen(agent_command() + ["_supervise", run_dir.path], start_new_session=True,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=agent_log,
+                                    env=env, cwd=run_dir.path)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    # The hello (seq 1) is written here, not by the supervisor: the app hears that its run started
+    # without waiting for a second Python to start (the supervisor waits for this line, then goes on
+    # from seq 2).  The pid file too: an ``attach`` after a dropped connection sees a live run at once.
+    log = EventLog.open(run_dir.events)
+    emit_hello(log, run_id, proc.pid, spec.to_dict())
+    log.close()
     write_pid_file(run_dir, proc.pid)
     status = follow(run_dir.events, out, 1, alive=lambda: proc.poll() is None)
     if status is None:

@@ -126,7 +126,7 @@ def handle_test(args: argparse.Namespace) -> int:
             report["host_key"] = {"type": key.get_name(), "fingerprint": key.fingerprint}
             say(f"connected to {profile.address} in {report['connect_s']:.2f} s, host key {key.get_name()} "
                 f"{key.fingerprint}")
-            setup = transport.setup()
+            setup = transport.setup(fresh=True)
             report.update(python=setup.python, python_version=setup.python_version, agent=setup.agent_path,
                           agent_uploaded=setup.uploaded, timm=setup.timm)
             say(f"Python {setup.python_version} at {setup.python}")

@@ -43,11 +43,21 @@ class CommandResult:
         return lines[-1] if lines else "it printed nothing on stderr"
 
 
-def open_command(transport: paramiko.Transport, argv: Sequence[str], timeout: float = 30.0) -> paramiko.Channel:
+def guarded_command(required_file: str, argv: Sequence[str]) -> str:
+    """``argv`` run only if ``required_file`` exists (else exit 97), in the login shell itself (no extra sh)."""
+    return f"[ -f {shlex.quote(required_file)} ] || exit {EXIT_FILE_MISSING}; exec {remote_command(argv)}"
+
+
+EXIT_FILE_MISSING = 97
+
+
+def open_command(transport: paramiko.Transport, argv: Sequence[str], timeout: float = 30.0,
+                 require_file: str | None = None) -> paramiko.Channel:
     """Start ``argv`` on the host; the caller reads the channel.  Raises ConnectError if the session fails."""
+    command = remote_command(argv) if require_file is None else guarded_command(require_file, argv)
     try:
         channel = transport.open_session(timeout=timeout)
-        channel.exec_command(remote_command(argv))
+        channel.exec_command(command)
     except (paramiko.SSHException, EOFError, OSError) as exc:
         raise ConnectError(f"could not start a command over SSH: {exc}") from None
     return channel

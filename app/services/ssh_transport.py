@@ -7,24 +7,31 @@ use and reopened when it has dropped; each agent command is one SSH channel.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict
+from pathlib import Path
 
 import paramiko
 
 from app.core.errors import ConnectError
 from app.core.hosts import HostProfile
 from app.paths import AppPaths
-from app.services.agent_bundle import AgentBundle, ensure_bundle
+from app.services.agent_bundle import AgentBundle, agent_argv, ensure_bundle
 from app.services.deploy import NEURON_VENV_GLOB, RemoteSetup, prepare_host
 from app.services.known_hosts import KnownHosts
-from app.services.remote_exec import open_command
+from app.services.remote_exec import EXIT_FILE_MISSING, open_command
 from app.services.ssh_connect import CONNECT_TIMEOUT_S, KeyRing, SshConnection, app_known_hosts, connect, endpoints_for
 from app.services.ssh_prompts import NoPrompts, SshPrompts
 from app.services.transport import AgentProcess, StderrTail, Transport
 
 # After the stream's EOF, how long the exit status may take to arrive before the connection counts as lost.
 EXIT_STATUS_WAIT_S = 5.0
+# A remembered setup's first command: 97, the agent file is gone; 126/127, the Python is.
+_STALE_CODES = (EXIT_FILE_MISSING, 126, 127)
 
 
 class SshAgentProcess(AgentProcess):
@@ -32,18 +39,27 @@ class SshAgentProcess(AgentProcess):
 
     def __init__(self, channel: paramiko.Channel) -> None:
         self._channel = channel
+        self._stdout = channel.makefile("rb")
+        self._first: bytes | None = None
         self._stderr = StderrTail(channel.makefile_stderr("rb"), f"ssh-stderr-{channel.get_id()}")
 
-    def lines(self) -> Iterator[bytes]:
-        stdout = self._channel.makefile("rb")
+    def _readline(self) -> bytes:
         try:
-            while True:
-                line = stdout.readline()
-                if not line:
-                    return
-                yield line
+            return self._stdout.readline()
         except (OSError, EOFError, paramiko.SSHException):
-            return  # the connection broke mid-line; connection_lost() tells the caller
+            return b""  # the connection broke mid-line; connection_lost() tells the caller
+
+    def first_line(self) -> bytes:
+        """Wait for the first line (kept for lines()); b"" if the command ended without output."""
+        if self._first is None:
+            self._first = self._readline()
+        return self._first
+
+    def lines(self) -> Iterator[bytes]:
+        line = self.first_line()
+        while line:
+            yield line
+            line = self._readline()
 
     def wait(self, timeout: float | None = None) -> int | None:
         if not self._channel.status_event.wait(timeout):
@@ -88,6 +104,7 @@ class SshTransport(Transport):
         self.on_progress = on_progress
         self._conn: SshConnection | None = None
         self._setup: RemoteSetup | None = None
+        self._verified = False  # the setup was checked on the host by this transport
         self._bundle: AgentBundle | None = None
         self._lock = threading.RLock()
 
@@ -108,18 +125,47 @@ class SshTransport(Transport):
                                      self.keyring, self.connect_timeout)
             return self._conn
 
-    def setup(self) -> RemoteSetup:
-        """The host prepared for the agent (done once per transport; a reconnect reuses it)."""
+    def setup(self, fresh: bool = False) -> RemoteSetup:
+        """The host prepared for the agent, once per transport (a reconnect reuses it).
+
+        A host prepared before by this computer (same address, Python choice and
+        agent hash, timm present) is not inspected again: its first command runs
+        guarded, and if the agent or the Python has gone the host is prepared anew.
+        ``fresh`` inspects regardless (``hosts test``).
+        """
         with self._lock:
-            conn = self.connection()
-            if self._setup is None:
-                self._setup = prepare_host(conn.transport, self.profile, self.bundle, self.prompts,
+            if self._setup is None and not fresh:
+                self._setup = self._remembered()
+                self._verified = False
+            if self._setup is None or fresh:
+                self._setup = prepare_host(self.connection().transport, self.profile, self.bundle, self.prompts,
                                            self.paths.cache / "wheels", self.venv_glob, self.on_progress)
+                self._verified = True
+                self._remember(self._setup)
             return self._setup
 
-    def start(self, args: Sequence[str], stdin: bytes | None = None) -> AgentProcess:
-        setup = self.setup()
-        channel = open_command(self.connection().transport, [setup.python, setup.agent_path, *args])
+    def _memory_file(self) -> Path:
+        key = json.dumps([self.profile.hostname, self.profile.port, self.profile.user, self.profile.python,
+                          self.profile.proxy_jump, self.venv_glob, self.bundle.name])
+        return self.paths.cache / "hosts" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+    def _remembered(self) -> RemoteSetup | None:
+        try:
+            return RemoteSetup(**{**json.loads(self._memory_file().read_text()), "uploaded": False})
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def _remember(self, setup: RemoteSetup) -> None:
+        if not setup.timm:
+            return  # not ready to run: inspect (and offer timm) again next time
+        path = self._memory_file()
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(asdict(setup)))
+        os.replace(tmp, path)
+
+    def _exec(self, argv: list[str], stdin: bytes | None, require_file: str | None = None) -> SshAgentProcess:
+        channel = open_command(self.connection().transport, argv, require_file=require_file)
         try:
             if stdin:
                 channel.sendall(stdin)
@@ -128,6 +174,20 @@ class SshTransport(Transport):
             channel.close()
             raise ConnectError(f"the connection to {self.host} broke while starting the agent: {exc}") from None
         return SshAgentProcess(channel)
+
+    def start(self, args: Sequence[str], stdin: bytes | None = None) -> AgentProcess:
+        setup = self.setup()
+        argv = agent_argv(setup.python, setup.agent_path, list(args))
+        if self._verified:
+            return self._exec(argv, stdin)
+        process = self._exec(argv, stdin, require_file=setup.agent_path)
+        if not process.first_line() and process.wait(EXIT_STATUS_WAIT_S) in _STALE_CODES:
+            with self._lock:  # the remembered agent or Python is gone: prepare the host again
+                self._setup = None
+            setup = self.setup(fresh=True)
+            return self._exec(agent_argv(setup.python, setup.agent_path, list(args)), stdin)
+        self._verified = True
+        return process
 
     def describe(self) -> str:
         python = self._setup.python if self._setup else (self.profile.python or "python chosen on first use")

@@ -16,6 +16,7 @@ import pytest
 
 from app.core.errors import AuthError, ConnectError, DeployError, HostKeyError
 from app.paths import AppPaths
+from app.services.session import probe_host
 from app.services.ssh_connect import KeyRing
 from app.services.ssh_prompts import TIMM_FROM_WHEEL, NoPrompts
 from app.services.ssh_transport import SshTransport
@@ -119,9 +120,11 @@ def test_cli_refuses_an_unknown_host_without_a_terminal_until_told_to_accept(ssh
     assert report["host_key"] == {"type": "ssh-ed25519", "fingerprint": fingerprint}
     assert report["agent_uploaded"] is True and report["python"] == sys.executable
     assert report["env"]["python"]["executable"] == sys.executable
-    agent = Path(report["agent"])
-    assert agent.parent == sshd.home / ".cache" / "neuronbench" / "agent" and agent.is_file()
-    for folder in (agent.parent, agent.parent.parent, agent.parent.parent.parent):  # agent, neuronbench, .cache
+    agent = Path(report["agent"])  # the zipapp, unpacked and byte-compiled for the host's Python
+    assert agent.parent == sshd.home / ".cache" / "neuronbench" / "agent"
+    assert (agent.parent / f"{agent.name}.pyz").is_file() and (agent / "__main__.py").is_file()
+    assert list((agent / "remote_agent" / "__pycache__").glob("protocol.*.pyc"))
+    for folder in (agent, agent.parent, agent.parent.parent, agent.parent.parent.parent):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     uploaded_at = agent.stat().st_mtime_ns
 
@@ -129,6 +132,19 @@ def test_cli_refuses_an_unknown_host_without_a_terminal_until_told_to_accept(ssh
     assert out.code == 0, out.stderr
     assert out.json()["agent_uploaded"] is False  # the same hash is there: no upload
     assert agent.stat().st_mtime_ns == uploaded_at
+
+
+def test_a_host_remembered_here_is_not_inspected_again_but_redeployed_if_its_agent_went(sshd, paths):
+    first = transport(sshd, paths, NoPrompts(True))
+    agent = Path(first.setup().agent_path)
+    first.close()
+    shutil.rmtree(agent.parent)  # someone cleaned the host's cache
+
+    again = transport(sshd, paths, NoPrompts(True))
+    env = probe_host(again, quick=True)  # the remembered agent is gone: prepared anew, then it runs
+    again.close()
+    assert env["python"]["executable"] == sys.executable
+    assert (agent / "__main__.py").is_file()
 
 
 # ------------------------------------------------------------------------------------------ keys
