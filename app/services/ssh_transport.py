@@ -180,7 +180,7 @@ class SshTransport(Transport):
         argv = agent_argv(setup.python, setup.agent_path, list(args))
         if self._verified:
             return self._exec(argv, stdin)
-        process = self._exec(argv, stdin, require_file=setup.agent_path)
+        process = self._exec(argv, stdin, require_file=f"{setup.agent_path}/__main__.py")
         if not process.first_line() and process.wait(EXIT_STATUS_WAIT_S) in _STALE_CODES:
             with self._lock:  # the remembered agent or Python is gone: prepare the host again
                 self._setup = None

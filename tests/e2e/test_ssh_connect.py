@@ -10,6 +10,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -134,10 +135,29 @@ def test_cli_refuses_an_unknown_host_without_a_terminal_until_told_to_accept(ssh
     assert agent.stat().st_mtime_ns == uploaded_at
 
 
-def test_a_host_remembered_here_is_not_inspected_again_but_redeployed_if_its_agent_went(sshd, paths):
+def test_a_host_remembered_here_is_not_inspected_again_but_redeployed_if_its_agent_went(
+        tmp_path, ssh_client, paths):
+    sshd = make_server(tmp_path / "verbose-sshd", ssh_client.key, extra_config="LogLevel VERBOSE").start()
+    try:
+        _remembered_then_redeployed(sshd, paths)
+    finally:
+        sshd.stop()
+
+
+def _commands_run(sshd) -> int:
+    return sshd.log.read_text().count("Starting session: command")
+
+
+def _remembered_then_redeployed(sshd, paths) -> None:
     first = transport(sshd, paths, NoPrompts(True))
     agent = Path(first.setup().agent_path)
     first.close()
+    before = _commands_run(sshd)
+    second = transport(sshd, paths, NoPrompts(True))
+    probe_host(second, quick=True)
+    second.close()
+    assert _commands_run(sshd) == before + 1  # the probe itself: no inspection of a host we know
+
     shutil.rmtree(agent.parent)  # someone cleaned the host's cache
 
     again = transport(sshd, paths, NoPrompts(True))
@@ -155,6 +175,27 @@ def test_a_refused_key_is_named_in_the_auth_error(sshd, paths, tmp_path):
     assert f"{stranger} (refused)" in str(info.value) and "authorized_keys" in str(info.value)
     with pytest.raises(AuthError, match=r"no ssh-agent is running and none of ~/\.ssh/id_ed25519"):
         transport(sshd, paths, NoPrompts(True), identity_file="").connection()
+
+
+@pytest.mark.skipif(not shutil.which("ssh-agent"), reason="needs ssh-agent (openssh-client)")
+def test_keys_held_by_the_ssh_agent_are_used(sshd, paths, tmp_path, monkeypatch):
+    socket_path = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket_path)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not socket_path.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(socket_path))
+        subprocess.run(["ssh-add", "-q", str(sshd.client_key)], check=True, capture_output=True)
+        # No key file anywhere (no identity, no ~/.ssh/id_*): only the agent can log us in.
+        transport(sshd, paths, NoPrompts(True), identity_file="").connection().close()
+        subprocess.run(["ssh-add", "-q", "-D"], check=True, capture_output=True)
+        subprocess.run(["ssh-add", "-q", str(keygen(tmp_path / "other"))], check=True, capture_output=True)
+        with pytest.raises(AuthError, match=r"tried 1 key\(s\) from the ssh-agent"):
+            transport(sshd, paths, NoPrompts(True), identity_file="").connection()
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
 
 
 def test_an_encrypted_key_is_unlocked_through_the_passphrase_callback(sshd, paths, tmp_path, data_dir):
