@@ -8,7 +8,6 @@ replays from the last ``seq`` it holds.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from typing import List, Optional
 
@@ -161,6 +160,8 @@ def remove_old_runs(keep_s: float = KEEP_RUNS_S, now: Optional[float] = None) ->
         except (OSError, ValueError):
             continue
         if now - touched > keep_s and os.path.isdir(run.path) and not supervisor_alive(run):
+            import shutil  # rarely needed; every `run` imports this module on its way to the first event
+
             shutil.rmtree(run.path, ignore_errors=True)
             removed.append(name)
     return removed
