@@ -134,6 +134,10 @@ def test_cli_refuses_an_unknown_host_without_a_terminal_until_told_to_accept(ssh
     assert out.json()["agent_uploaded"] is False  # the same hash is there: no upload
     assert agent.stat().st_mtime_ns == uploaded_at
 
+    for command in ("attach", "cancel"):  # a run that is not there: one sentence from the host, exit 1
+        out = run_cli("runs", command, "20200101-000000-abcdef", "--host", "box", env=ssh_env)
+        assert out.code == 1 and "no run 20200101-000000-abcdef on this host" in out.stderr, out.stderr
+
 
 def test_a_host_remembered_here_is_not_inspected_again_but_redeployed_if_its_agent_went(
         tmp_path, ssh_client, paths):
