@@ -94,7 +94,8 @@ def handle_list(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     rows = [("NAME", "ADDRESS", "VIA", "PYTHON", "INSTANCE", "REGION")]
-    rows += [(p.name, p.address, p.proxy_jump or "-", p.python or "auto", p.instance_type or "-", p.region or "-")
+    rows += [(p.name, p.address, p.proxy_jump or "-", p.python or ("the app's" if p.local else "auto"),
+              p.instance_type or "-", p.region or "-")
              for p in profiles]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
