@@ -32,5 +32,6 @@ $(TEST_STAMP): $(VENV)/bin/python
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@ $(APP_STAMP)
 
-bench: $(TEST_STAMP)
+bench: $(TEST_STAMP) system-packages
 	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/ssh_latency.py

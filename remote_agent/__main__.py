@@ -1,12 +1,15 @@
 """``python agent.pyz probe|run|attach|cancel`` (and the internal ``_supervise``/``_worker``)."""
 from __future__ import annotations
 
-import argparse
+import os
 import sys
-from typing import List, Optional
+from types import SimpleNamespace
+from typing import Any, List, Optional
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> Any:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="neuronbench-agent", description="NeuronBench host agent (protocol v1)")
     commands = parser.add_subparsers(dest="command", required=True)
     probe = commands.add_parser("probe", help="describe this host as one probe event")
@@ -21,8 +24,36 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fast_parse(argv: List[str]) -> Optional[SimpleNamespace]:
+    """The app's exact command lines, without argparse (~10 ms a start); anything else goes to argparse.
+
+    ``run`` and ``attach`` start on every run and reconnect, on the path to the first event.
+    """
+    if len(argv) == 3 and argv[0] == "run" and argv[1] == "--run-id":
+        return SimpleNamespace(command="run", run_id=argv[2])
+    if len(argv) == 4 and argv[0] == "attach" and argv[2] == "--from-seq" and argv[3].isdigit():
+        return SimpleNamespace(command="attach", run_id=argv[1], from_seq=int(argv[3]))
+    if len(argv) == 2 and argv[0] == "cancel" and not argv[1].startswith("-"):
+        return SimpleNamespace(command="cancel", run_id=argv[1])
+    return None
+
+
+def _use_private_site() -> None:
+    """Make packages the app installed for the agent (e.g. timm) importable, after the Python's own.
+
+    Appended, not prepended: a package the host's Python has always wins.
+    Every agent process (supervisor, workers, torchrun's workers) runs this.
+    """
+    from remote_agent.rundir import private_site
+
+    site = private_site()
+    if os.path.isdir(site) and site not in sys.path:
+        sys.path.append(site)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _use_private_site()
     # Internal entry points take positional arguments only and skip argparse's import cost.
     if argv and argv[0] == "_supervise":
         from remote_agent.supervisor import main as supervise
@@ -36,7 +67,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from remote_agent.worker import parse_args
 
         return parse_args(argv[1:])
-    args = _parser().parse_args(argv)
+    args = _fast_parse(argv) or _parser().parse_args(argv)
     from remote_agent import runner
 
     out = sys.stdout.buffer

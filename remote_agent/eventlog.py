@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from typing import IO, Any, Dict, Optional
 
-from remote_agent.protocol import encode, finite, make_event
+import remote_agent
+from remote_agent.protocol import PROTOCOL_VERSION, encode, finite, make_event
 
 
 class EventLog:
@@ -35,6 +37,14 @@ class EventLog:
 
     def close(self) -> None:
         self._stream.close()
+
+
+def emit_hello(log: EventLog, run_id: Optional[str], pid: int, spec: Optional[Dict[str, Any]] = None) -> None:
+    """The handshake that starts every stream.  ``spec`` is an extra field (allowed by protocol v1):
+    ``attach`` always replays hello first, so an app attaching from another computer knows what runs."""
+    extra = {} if spec is None else {"spec": spec}
+    log.emit("hello", agent_version=remote_agent.__version__, protocol_version=PROTOCOL_VERSION, pid=pid,
+             python=sys.version.split()[0], run_id=run_id, **extra)
 
 
 class WorkerEvents:

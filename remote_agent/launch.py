@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import os
 import sys
-import zipfile
 from typing import List
 
 
 def agent_command() -> List[str]:
     """argv that runs this same agent: ``python agent.pyz`` or ``python -m remote_agent``."""
     entry = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    if entry and os.path.isfile(entry) and zipfile.is_zipfile(entry):
+    # A zipapp is a file not ending in .py (under -m, argv[0] is remote_agent/__main__.py).  Not
+    # zipfile.is_zipfile: importing zipfile costs ~10 ms on every agent start.
+    if entry and os.path.isfile(entry) and not entry.endswith(".py"):
         return [sys.executable, entry]
     return [sys.executable, "-m", "remote_agent"]
 

@@ -7,7 +7,6 @@ when its parent dies; it survives exec, so ``_exec`` can arm it for torchrun.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -21,6 +20,8 @@ def die_with_parent(signum: int = signal.SIGTERM) -> bool:
     """Ask the kernel to send ``signum`` to this process when its parent exits (Linux only)."""
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # here: every agent start imports this module, only workload processes need ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0:
@@ -43,3 +44,37 @@ def exec_guarded(argv: List[str]) -> int:
     os.environ[ENV_PARENT_PID] = str(os.getpid())
     os.execvp(argv[0], argv)
     return 127  # not reached
+
+
+# Every process of a run carries this variable (set when the supervisor is started, inherited by
+# everything below it): ``cancel`` finds them all by it, even those that left the run's process
+# group or session (torchrun starts its workers with start_new_session=True).
+ENV_RUN_ID = "NEURONBENCH_RUN_ID"
+
+
+def run_processes(run_id: str) -> List[int]:
+    """Pids of this user's processes started for ``run_id`` (Linux: read from /proc/<pid>/environ)."""
+    marker = ("%s=%s" % (ENV_RUN_ID, run_id)).encode()
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % name, "rb") as handle:
+                if marker in handle.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:  # gone already, or another user's process
+            continue
+    return found
+
+
+def signal_all(pids: List[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import secrets
 import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, Iterable, Optional, Tuple
@@ -50,6 +49,8 @@ RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,79}$")
 
 def new_run_id() -> str:
     """Sortable and unique: UTC time plus 6 random hex digits."""
+    import secrets  # here, not at the top: every agent start imports this module, few make run ids
+
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 

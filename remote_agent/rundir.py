@@ -8,7 +8,8 @@ replays from the last ``seq`` it holds.
 from __future__ import annotations
 
 import os
-from typing import Optional
+import time
+from typing import List, Optional
 
 from remote_agent.protocol import check_run_id
 
@@ -24,6 +25,11 @@ def agent_home() -> str:
 
 def runs_root() -> str:
     return os.path.join(agent_home(), "runs")
+
+
+def private_site() -> str:
+    """Packages the app installed for the agent (timm, when the host's Python lacked it)."""
+    return os.path.join(agent_home(), "site")
 
 
 class RunDir:
@@ -105,7 +111,9 @@ def process_start_time(pid: int) -> Optional[str]:
 
 
 def write_pid_file(run: RunDir, pid: int) -> None:
-    tmp = run.pid_file + ".tmp"
+    # Both ``run`` and the supervisor write this file: a temporary name of their own each, so
+    # one never truncates the other's half-written file, and readers only ever see a whole one.
+    tmp = "%s.tmp%d" % (run.pid_file, os.getpid())
     with open(tmp, "w") as handle:
         handle.write("%d %s\n" % (pid, process_start_time(pid) or "?"))
     os.replace(tmp, run.pid_file)
@@ -127,3 +135,33 @@ def supervisor_pid(run: RunDir) -> Optional[int]:
             return int(handle.read().split()[0])
     except (OSError, ValueError, IndexError):
         return None
+
+
+KEEP_RUNS_S = 14 * 24 * 3600
+
+
+def remove_old_runs(keep_s: float = KEEP_RUNS_S, now: Optional[float] = None) -> List[str]:
+    """Delete run directories untouched for ``keep_s`` (14 days) whose supervisor has ended.
+
+    "Untouched" is the newest modification time of the directory and its event
+    log, so a long run that is still writing events is never old.
+    """
+    now = time.time() if now is None else now
+    root = runs_root()
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        run = RunDir(os.path.join(root, name))
+        try:
+            touched = max(os.path.getmtime(p) for p in (run.path, run.events) if os.path.exists(p))
+        except (OSError, ValueError):
+            continue
+        if now - touched > keep_s and os.path.isdir(run.path) and not supervisor_alive(run):
+            import shutil  # rarely needed; every `run` imports this module on its way to the first event
+
+            shutil.rmtree(run.path, ignore_errors=True)
+            removed.append(name)
+    return removed

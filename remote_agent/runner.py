@@ -9,19 +9,21 @@ import sys
 import time
 from typing import IO, Optional
 
-import remote_agent
-from remote_agent.eventlog import EventLog
+from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.follow import follow
 from remote_agent.launch import agent_command, child_env
-from remote_agent.protocol import PROTOCOL_VERSION, RunSpec, SpecError, check_run_id, new_run_id
-from remote_agent.rundir import RunDir, supervisor_alive, supervisor_pid, tail_text
+from remote_agent.orphan import ENV_RUN_ID, run_processes, signal_all
+from remote_agent.protocol import RunSpec, SpecError, check_run_id, new_run_id
+from remote_agent.rundir import RunDir, remove_old_runs, supervisor_alive, supervisor_pid, tail_text, write_pid_file
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_AGENT_DIED = 0, 2, 3
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+# A run directory without a pid file is a run being started (``run`` writes it right after the spawn).
+STARTING_GRACE_S = 30.0
 
 
 def _hello(log: EventLog, run_id: Optional[str]) -> None:
-    log.emit("hello", agent_version=remote_agent.__version__, protocol_version=PROTOCOL_VERSION,
-             pid=os.getpid(), python=sys.version.split()[0], run_id=run_id)
+    emit_hello(log, run_id, os.getpid())
 
 
 def probe(out: IO[bytes], quick: bool = False) -> int:
@@ -73,6 +75,7 @@ def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
         spec = RunSpec.from_dict(json.loads(spec_text))
     except (SpecError, ValueError) as exc:
         return _refuse(out, run_id if run_id else None, "bad run spec: %s" % exc)
+    remove_old_runs()
     run_dir = RunDir.for_id(run_id)
     try:
         run_dir.create()
@@ -80,10 +83,25 @@ def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
         return _refuse(out, run_id, "run %s already exists on this host; attach to it instead" % run_id)
     with open(run_dir.spec, "w") as handle:
         json.dump(spec.to_dict(), handle, indent=1)
-    with open(run_dir.agent_log, "wb") as agent_log:
-        proc = subprocess.Popen(agent_command() + ["_supervise", run_dir.path], start_new_session=True,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=agent_log,
-                                env=child_env(), cwd=run_dir.path)
+    env = child_env()
+    env[ENV_RUN_ID] = run_id
+    # The supervisor starts with SIGTERM/SIGINT blocked (the mask is inherited) and unblocks them once
+    # its handler is in place: a cancel that comes right after the hello still ends the run cleanly.
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        with open(run_dir.agent_log, "wb") as agent_log:
+            proc = subprocess.Popen(agent_command() + ["_supervise", run_dir.path], start_new_session=True,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=agent_log,
+                                    env=env, cwd=run_dir.path)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    # The hello (seq 1) is written here, not by the supervisor: the app hears that its run started
+    # without waiting for a second Python to start (the supervisor waits for this line, then goes on
+    # from seq 2).  The pid file too: an ``attach`` after a dropped connection sees a live run at once.
+    log = EventLog.open(run_dir.events)
+    emit_hello(log, run_id, proc.pid, spec.to_dict())
+    log.close()
+    write_pid_file(run_dir, proc.pid)
     status = follow(run_dir.events, out, 1, alive=lambda: proc.poll() is None)
     if status is None:
         return _died(run_dir, proc.pid, proc.poll())
@@ -96,25 +114,65 @@ def attach(run_id: str, from_seq: int, out: IO[bytes]) -> int:
     if not run_dir.exists():
         sys.stderr.write("no run %s on this host (looked in %s)\n" % (run_id, run_dir.path))
         return EXIT_BAD_INPUT
-    status = follow(run_dir.events, out, max(1, from_seq), alive=lambda: supervisor_alive(run_dir))
+
+    def alive() -> bool:
+        if supervisor_alive(run_dir):
+            return True
+        try:
+            starting = not os.path.exists(run_dir.pid_file) and \
+                time.time() - os.path.getmtime(run_dir.path) < STARTING_GRACE_S
+        except OSError:
+            starting = False
+        return starting
+
+    status = follow(run_dir.events, out, max(1, from_seq), alive=alive)
     if status is None:
         return _died(run_dir, supervisor_pid(run_dir), None)
     return EXIT_OK
 
 
-def cancel(run_id: str, grace_s: float = 15.0) -> int:
-    """Stop a run's whole process group (supervisor, torchrun, workers)."""
-    run_dir = RunDir.for_id(run_id)
-    pid = supervisor_pid(run_dir)
-    if pid is None or not supervisor_alive(run_dir):
-        sys.stderr.write("run %s is not running on this host\n" % run_id)
-        return EXIT_BAD_INPUT
-    os.killpg(pid, signal.SIGTERM)  # the supervisor leads its session: its pgid is its pid
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and supervisor_alive(run_dir):
+def _wait_gone(run_dir: RunDir, run_id: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        if not supervisor_alive(run_dir) and not run_processes(run_id):
+            return True
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.05)
-    try:
-        os.killpg(pid, signal.SIGKILL)  # whatever ignored SIGTERM
-    except ProcessLookupError:
-        pass
+
+
+def cancel(run_id: str, grace_s: float = 15.0) -> int:
+    """Stop a run and every process it started; return once none is left.
+
+    SIGTERM to the supervisor's process group first: the supervisor stops its
+    workload (torchrun passes the signal to its workers) and still writes its
+    ``result`` and ``end: cancelled``.  Whatever is left after ``grace_s`` gets
+    SIGKILL, found by the run's environment marker, since torchrun's workers
+    and DataLoader processes may sit in sessions of their own.
+    """
+    run_dir = RunDir.for_id(run_id)
+    if not run_dir.exists():
+        sys.stderr.write("no run %s on this host (looked in %s)\n" % (run_id, run_dir.path))
+        return EXIT_BAD_INPUT
+    pid = supervisor_pid(run_dir)
+    running = pid is not None and supervisor_alive(run_dir)
+    if not running and not run_processes(run_id):
+        sys.stderr.write("run %s is not running on this host (it has ended)\n" % run_id)
+        return EXIT_BAD_INPUT
+    if running:
+        try:
+            os.killpg(pid, signal.SIGTERM)  # the supervisor leads its session: its pgid is its pid
+        except ProcessLookupError:
+            pass
+    if not _wait_gone(run_dir, run_id, grace_s):
+        if running:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        signal_all(run_processes(run_id), signal.SIGKILL)
+        if not _wait_gone(run_dir, run_id, 5.0):
+            sys.stderr.write("run %s: processes %s survived SIGKILL\n" % (run_id, run_processes(run_id)))
+            return EXIT_AGENT_DIED
+    sys.stderr.write("run %s cancelled; no process of it is left\n" % run_id)
     return EXIT_OK

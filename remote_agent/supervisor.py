@@ -13,22 +13,21 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from typing import Any, Dict, List, Optional
 
-import remote_agent
-from remote_agent.eventlog import EventLog
+from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.follow import Backoff, LineReader
 from remote_agent.launch import agent_command, child_env, torchrun_command
 from remote_agent.orphan import ENV_PARENT_PID
-from remote_agent.protocol import PROTOCOL_VERSION, RunSpec
+from remote_agent.protocol import RunSpec
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
 from remote_agent.summary import compose_result, summarize_infer, summarize_train
 
 LOG_LINES_PER_S = 20  # stderr lines streamed live per second; all of them stay in stderr.log
 TERMINATE_GRACE_S = 10.0
+HELLO_WAIT_S = 10.0
 
 _SIGNAL_HINTS = {
     signal.SIGKILL: "it was killed (SIGKILL); the kernel's out-of-memory killer does this when memory runs "
@@ -89,7 +88,7 @@ class StderrPump(threading.Thread):
 class Supervisor:
     def __init__(self, run: RunDir) -> None:
         self.run = run
-        self.events = EventLog.open(run.events)
+        self.events: EventLog = None  # type: ignore[assignment]  # opened in main()
         self.cancelled = False
         self.error: Optional[Dict[str, Any]] = None
         self.steps: List[Dict[str, Any]] = []
@@ -173,12 +172,34 @@ class Supervisor:
                 "detail": tail_text(self.run.stderr_log)}
 
     # ------------------------------------------------------------------ main
+    def _spec_for_hello(self) -> Optional[Dict[str, Any]]:
+        try:
+            with open(self.run.spec) as handle:
+                spec = json.load(handle)
+        except (OSError, ValueError):
+            return None  # reported properly below, where the spec is parsed for real
+        return spec if isinstance(spec, dict) else None
+
+    def _open_log(self) -> EventLog:
+        """Continue the log after the hello ``run`` writes as it starts us (or write it, if ``run`` died first)."""
+        deadline = time.monotonic() + HELLO_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                if os.path.getsize(self.run.events) > 0:
+                    return EventLog.open(self.run.events, next_seq=2)
+            except OSError:
+                pass
+            time.sleep(0.005)
+        log = EventLog.open(self.run.events)
+        emit_hello(log, self.run.run_id, os.getpid(), self._spec_for_hello())
+        return log
+
     def main(self) -> int:
-        self.events.emit("hello", agent_version=remote_agent.__version__, protocol_version=PROTOCOL_VERSION,
-                         pid=os.getpid(), python=sys.version.split()[0], run_id=self.run.run_id)
-        write_pid_file(self.run, os.getpid())
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})  # blocked by `run`
+        self.events = self._open_log()
+        write_pid_file(self.run, os.getpid())
         spec_dict: Dict[str, Any] = {}
         env: Optional[Dict[str, Any]] = None
         backend: Optional[Dict[str, Any]] = None

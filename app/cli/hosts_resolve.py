@@ -1,13 +1,40 @@
-"""Turning ``--host NAME`` into a Transport."""
+"""Turning ``--host NAME`` into a Transport: ``local`` and ``--local`` profiles run here, the rest over SSH."""
 from __future__ import annotations
 
-from app.core.errors import BadSpecError
-from app.core.hosts import LOCAL_HOST
+import argparse
+import sys
+
+from app.cli.prompts import TerminalPrompts
+from app.core.hosts import HostProfile
 from app.paths import AppPaths
+from app.services.hosts_store import HostsStore
+from app.services.ssh_prompts import SshPrompts
+from app.services.ssh_transport import SshTransport
 from app.services.transport import LocalTransport, Transport
 
 
-def transport_for(name: str, paths: AppPaths) -> Transport:
-    if name == LOCAL_HOST:
-        return LocalTransport(paths)
-    raise BadSpecError(f"unknown host {name!r}: the hosts known are: {LOCAL_HOST}")
+def prompts_for(args: argparse.Namespace) -> TerminalPrompts:
+    return TerminalPrompts(accept_new_host_key=getattr(args, "accept_new_host_key", False),
+                           install_timm=getattr(args, "install_timm", None))
+
+
+def _say(host: str):
+    def say(text: str) -> None:
+        sys.stderr.write(f"[{host}] {text}\n")
+        sys.stderr.flush()
+
+    return say
+
+
+def transport_for_profile(profile: HostProfile, paths: AppPaths, prompts: SshPrompts | None = None,
+                          store: HostsStore | None = None) -> Transport:
+    if profile.local:
+        return LocalTransport(paths, python=profile.python or None, host=profile.name)
+    profiles = {p.name: p for p in (store or HostsStore(paths.config)).list()}
+    return SshTransport(profile, paths, prompts or TerminalPrompts(), profiles=profiles, on_progress=_say(profile.name))
+
+
+def transport_for(name: str, paths: AppPaths, prompts: SshPrompts | None = None) -> Transport:
+    """The transport for a host name; an unknown name raises BadSpecError listing the known ones."""
+    store = HostsStore(paths.config)
+    return transport_for_profile(store.get(name), paths, prompts, store)

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from app.cli.hosts_resolve import transport_for
+from app.cli.hosts_resolve import prompts_for, transport_for
 from app.cli.text import format_env
 from app.paths import AppPaths
 from app.services.session import probe_host
@@ -21,7 +21,11 @@ def register(commands, common: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     paths = AppPaths.resolve(args.data_dir)
-    env = probe_host(transport_for(args.host, paths))
+    transport = transport_for(args.host, paths, prompts_for(args))
+    try:
+        env = probe_host(transport)
+    finally:
+        transport.close()
     if args.json:
         json.dump({"host": args.host, "env": env}, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+import threading
 import time
 from collections import deque
 from typing import Any, TextIO
@@ -59,6 +60,10 @@ class ProgressPrinter:
         if decile != self._last_decile:
             self._last_decile = decile
             self._line(f"{int(fraction * 100):3d}% {text}")
+
+    def note(self, text: str) -> None:
+        """A line that is not an event (connection lost, reconnected, agent uploaded)."""
+        self._line(text)
 
     # ------------------------------------------------------------------ events
     def __call__(self, event: dict[str, Any]) -> None:
@@ -120,3 +125,31 @@ class ProgressPrinter:
 
     def _on_end(self, event: dict[str, Any]) -> None:
         self._line(f"run {event['status']} at {time.strftime('%H:%M:%S', time.localtime(event['t']))}")
+
+
+class SharedStream:
+    """stderr shared by several hosts' printers: whole lines, one writer at a time, no in-place bar."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self._pending = ""
+
+    def isatty(self) -> bool:
+        return False  # interleaved hosts cannot share one redrawn bar: every printer writes lines
+
+    def write(self, text: str) -> None:
+        with self._lock:
+            self._pending += text
+            if "\n" in self._pending:
+                complete, self._pending = self._pending.rsplit("\n", 1)
+                self._stream.write(complete + "\n")
+                self._stream.flush()
+
+    def flush(self) -> None:
+        pass
+
+
+def progress_stream(hosts: int) -> TextIO:
+    """stderr for one host (with a live bar on a terminal); a line-locked stream for several."""
+    return sys.stderr if hosts <= 1 else SharedStream(sys.stderr)  # type: ignore[return-value]

@@ -4,19 +4,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from typing import IO, Any
 
-from app.cli.hosts_resolve import transport_for
-from app.cli.progress import ProgressPrinter
+from app.cli.hosts_resolve import prompts_for, transport_for_profile
+from app.cli.progress import ProgressPrinter, progress_stream
 from app.cli.text import format_repeats, format_result
-from app.core.errors import AgentError, BadSpecError, NeuronBenchError
+from app.core.errors import BadSpecError
 from app.core.presets import PRESETS
 from app.core.results import aggregate_repeats
 from app.core.specs import build_spec, parse_batch_sizes, parse_model_args
 from app.paths import AppPaths
+from app.services.hosts_store import HostsStore
+from app.services.multi_run import RunListener, RunTicket, run_on_hosts
 from app.services.recorder import RunRecorder, open_recording
-from app.services.session import RunSession
-from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec, new_run_id
+from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec
 
 INFER_DEFAULT_BATCH_SIZES = (1, 4, 16)
 _HELP = {name: meta.get("help", "") for name, meta in RunSpec.field_help().items()}
@@ -79,25 +81,18 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
                       stochastic_rounding=args.stochastic_rounding)
 
 
-def failed_result(host: str, spec: RunSpec, run_id: str, error: NeuronBenchError) -> dict[str, Any]:
-    """A Result for a run that produced none (the agent died, the host was unreachable)."""
-    return {"schema": "neuronbench.result/1", "run_id": run_id, "host": host, "workload": spec.workload,
-            "backend": spec.backend, "status": "failed",
-            "error": {"kind": getattr(error, "kind", type(error).__name__), "message": str(error),
-                      "detail": error.detail},
-            "spec": spec.to_dict(), "env": None, "train": None, "infer": None, "cost": None, "warnings": []}
-
-
 class EventsFile:
-    """``--events PATH``: every raw event of every run, in arrival order."""
+    """``--events PATH``: every raw event of every run, in arrival order (hosts run concurrently)."""
 
     def __init__(self, path: str | None) -> None:
         self.handle: IO[str] | None = open(path, "w", encoding="utf-8") if path else None
+        self._lock = threading.Lock()
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self.handle is not None:
-            self.handle.write(json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n")
-            self.handle.flush()
+            with self._lock:
+                self.handle.write(json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n")
+                self.handle.flush()
 
     def close(self) -> None:
         if self.handle is not None:
@@ -111,32 +106,31 @@ def warn(message: str) -> None:
 def handle(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     paths = AppPaths.resolve(args.data_dir)
-    transports = [transport_for(host, paths) for host in args.host]
+    prompts = prompts_for(args)
+    hosts = HostsStore(paths.config)
+    profiles = {name: hosts.get(name) for name in args.host}
+    transports = [transport_for_profile(profiles[name], paths, prompts, hosts) for name in args.host]
     events_file = EventsFile(args.events)
     store, book = open_recording(paths, warn)  # every run lands in the run store, priced
-    results: list[dict[str, Any]] = []
+    stream = progress_stream(len(transports))
+
+    def listener_for(ticket: RunTicket) -> RunListener:
+        """Called on the host's thread: every host's runs go on at once."""
+        label = f" #{ticket.repeat}/{ticket.repeats}" if ticket.repeats > 1 else ""
+        printer = ProgressPrinter(ticket.host, spec, label, stream=stream)
+        profile = profiles[ticket.host]
+        recorder = RunRecorder.start(store, book, ticket.host, spec, ticket.run_id, on_error=warn,
+                                     declared_type=profile.instance_type, declared_region=profile.region)
+
+        def on_event(event: dict[str, Any]) -> None:
+            recorder(event)  # stored before anything else sees it
+            events_file(event)
+            printer(event)
+
+        return RunListener(on_event=on_event, on_notice=printer.note, on_result=recorder.finish)
+
     try:
-        for transport in transports:
-            for repeat in range(args.repeats):
-                label = f" #{repeat + 1}/{args.repeats}" if args.repeats > 1 else ""
-                printer = ProgressPrinter(transport.host, spec, label)
-                run_id = new_run_id()
-                recorder = RunRecorder.start(store, book, transport.host, spec, run_id, on_error=warn)
-
-                def on_event(event: dict[str, Any], printer: ProgressPrinter = printer,
-                             recorder: RunRecorder = recorder) -> None:
-                    recorder(event)  # stored before anything else sees it
-                    events_file(event)
-                    printer(event)
-
-                session = RunSession(transport, spec, run_id=run_id, on_event=on_event)
-                try:
-                    result = session.run()
-                except (AgentError, NeuronBenchError) as exc:
-                    result = failed_result(transport.host, spec, session.run_id, exc)
-                if args.repeats > 1:
-                    result["repeat"] = {"index": repeat + 1, "of": args.repeats}
-                results.append(recorder.finish(result))
+        results = run_on_hosts(transports, spec, args.repeats, listener_for)
     finally:
         events_file.close()
         store.close()

@@ -1,7 +1,6 @@
 """``neuronbench runs list|show``: the runs kept in the run store.
 
-``attach`` and ``cancel`` (re-attaching to a remote run) live in their own module;
-it joins by being listed in ``RUNS_EXTENSIONS`` and defining ``register_runs(sub, common)``.
+``attach`` and ``cancel`` (runs that live on a host) come from ``app.cli.runs_live``.
 """
 from __future__ import annotations
 
@@ -9,13 +8,12 @@ import argparse
 import json
 import sys
 
+from app.cli.runs_live import add_live_commands
 from app.cli.runs_text import format_run_detail, format_run_list, headline
 from app.cli.text import format_result
 from app.core.runrecord import RUN_STATUSES
 from app.paths import AppPaths
 from app.services.store import RunStore
-
-RUNS_EXTENSIONS: tuple = ()
 
 
 def open_store(args: argparse.Namespace) -> RunStore:
@@ -40,8 +38,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--events", action="store_true", help="print the run's raw events (JSON Lines) instead")
     p.set_defaults(handler=handle_show)
 
-    for extension in RUNS_EXTENSIONS:
-        extension.register_runs(sub, common)
+    add_live_commands(sub, common)
 
 
 def _summary(run) -> dict:

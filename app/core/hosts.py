@@ -1,28 +1,134 @@
-"""Host profiles: the machines a benchmark runs on.  ``local`` (this computer) always exists."""
+"""Host profiles: the machines a benchmark runs on.  ``local`` (this computer) always exists.
+
+A profile says how to reach a host (address, user, key file, jump hosts, the
+Python to use) and what it is (declared instance type and region).  It never
+holds a secret: keys stay in their files or in the ssh-agent, passphrases are
+asked for when needed and kept in memory only.
+"""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from app.core.errors import BadSpecError
 
 LOCAL_HOST = "local"
+SSH_PORT = 22
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_WHITESPACE = re.compile(r"\s")
+# [user@]host[:port], one hop of a ProxyJump list (host may be an IPv6 literal in brackets).
+_JUMP = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^@:\s\[\]]+)(?::(?P<port>\d{1,5}))?$")
+
+
+def _help(text: str, flag: str = "") -> dict[str, str]:
+    return {"help": text, "flag": flag}
+
+
+@dataclass(frozen=True)
+class JumpHop:
+    """One hop of a ProxyJump list: ``[user@]host[:port]`` or the name of another profile."""
+
+    host: str
+    user: str = ""
+    port: int = SSH_PORT
+
+
+def parse_jump_list(text: str) -> list[JumpHop]:
+    """Split an OpenSSH ProxyJump value (``a,user@b:2222``) into hops; ``none`` means no jump."""
+    if not text or text.strip().lower() == "none":
+        return []
+    hops = []
+    for part in text.split(","):
+        match = _JUMP.match(part.strip())
+        if match is None:
+            raise BadSpecError(f"proxy_jump: {part.strip()!r} is not [user@]host[:port]")
+        port = int(match["port"]) if match["port"] else SSH_PORT
+        if not 1 <= port <= 65535:
+            raise BadSpecError(f"proxy_jump: port {port} of {part.strip()!r} is not between 1 and 65535")
+        hops.append(JumpHop(host=match["host"].strip("[]"), user=match["user"] or "", port=port))
+    return hops
 
 
 @dataclass(frozen=True)
 class HostProfile:
     """How to reach a host and what it is.  Never holds a secret (keys stay in files or the ssh-agent)."""
 
-    name: str
-    local: bool = False
-    hostname: str = ""
-    port: int = 22
-    user: str = ""
-    identity_file: str = ""
-    proxy_jump: str = ""
-    python: str = ""
-    instance_type: str = ""
-    region: str = ""
+    name: str = field(metadata=_help("the name you use for this host in --host", "NAME"))
+    local: bool = field(default=False, metadata=_help(
+        "this computer, reached without SSH (e.g. NeuronBench running on the instance itself)", "--local"))
+    hostname: str = field(default="", metadata=_help("DNS name or IP address of the host", "--hostname"))
+    port: int = field(default=SSH_PORT, metadata=_help("SSH port", "--port"))
+    user: str = field(default="", metadata=_help("login user (default: your local user name)", "--user"))
+    identity_file: str = field(default="", metadata=_help(
+        "private key file (default: the ssh-agent's keys, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa)",
+        "--identity"))
+    proxy_jump: str = field(default="", metadata=_help(
+        "jump host(s), as in OpenSSH's ProxyJump: [user@]host[:port], comma-separated, or a profile name",
+        "--proxy-jump"))
+    python: str = field(default="", metadata=_help(
+        "Python on the host (default: the newest /opt/aws_neuronx_venv_pytorch_* venv, else python3)",
+        "--python"))
+    instance_type: str = field(default="", metadata=_help(
+        "declared instance type, e.g. trn1.2xlarge (used for cost when EC2 metadata is not reachable)",
+        "--instance-type"))
+    region: str = field(default="", metadata=_help("declared AWS region, e.g. us-east-1", "--region"))
 
-    def to_dict(self) -> dict:
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        def need(ok: bool, message: str) -> None:
+            if not ok:
+                raise BadSpecError(message)
+
+        need(isinstance(self.name, str) and 0 < len(self.name) <= 100, "a host name must be 1 to 100 characters")
+        need(not _WHITESPACE.search(self.name) and not _CONTROL.search(self.name) and not self.name.startswith("-"),
+             f"host name {self.name!r} must not contain spaces or control characters, nor start with '-'")
+        need(isinstance(self.port, int) and not isinstance(self.port, bool) and 1 <= self.port <= 65535,
+             f"host {self.name}: port must be between 1 and 65535, not {self.port!r}")
+        for name in ("hostname", "user", "identity_file", "proxy_jump", "python", "instance_type", "region"):
+            value = getattr(self, name)
+            need(isinstance(value, str), f"host {self.name}: {name} must be text")
+            need(not _CONTROL.search(value), f"host {self.name}: {name} must not contain control characters")
+        if self.local:
+            ssh_fields = [f.metadata["flag"] for f in fields(self) if f.name in
+                          ("hostname", "user", "identity_file", "proxy_jump") and getattr(self, f.name)]
+            need(not ssh_fields and self.port == SSH_PORT,
+                 f"host {self.name} is --local (this computer, no SSH): drop {', '.join(ssh_fields) or '--port'}")
+            return
+        need(self.name != LOCAL_HOST, f"{LOCAL_HOST!r} is the built-in name of this computer; choose another name")
+        need(bool(self.hostname), f"host {self.name}: give --hostname (or --local for this computer)")
+        need(not _WHITESPACE.search(self.hostname) and not self.hostname.startswith("-"),
+             f"host {self.name}: hostname {self.hostname!r} must not contain spaces nor start with '-'")
+        need(not _WHITESPACE.search(self.user), f"host {self.name}: user {self.user!r} must not contain spaces")
+        parse_jump_list(self.proxy_jump)
+
+    @property
+    def address(self) -> str:
+        """``user@host:port`` as a person would write it (user and default port left out when unset)."""
+        if self.local:
+            return "this computer"
+        user = f"{self.user}@" if self.user else ""
+        host = f"[{self.hostname}]" if ":" in self.hostname else self.hostname
+        return f"{user}{host}" + (f":{self.port}" if self.port != SSH_PORT else "")
+
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HostProfile:
+        if not isinstance(data, dict):
+            raise BadSpecError("a host profile must be a JSON object")
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise BadSpecError(f"host {data.get('name')!r}: unknown field(s) {', '.join(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def field_help(cls) -> dict[str, dict[str, str]]:
+        """Help text and CLI flag per field: feeds ``hosts add --help`` and the GUI's host dialog."""
+        return {f.name: dict(f.metadata) for f in fields(cls)}
 
 
 LOCAL = HostProfile(name=LOCAL_HOST, local=True)

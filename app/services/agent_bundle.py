@@ -76,3 +76,20 @@ def ensure_bundle(directory: Path) -> AgentBundle:
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     return AgentBundle(path=path, sha256=digest, version=remote_agent.__version__)
+
+
+# Agent commands that only read and write files in run directories: stdlib, nothing from site-packages.
+_STDLIB_COMMANDS = ("run", "attach", "cancel")
+
+
+def agent_argv(python: str, agent: str, args: list[str] | tuple[str, ...]) -> list[str]:
+    """The argv that runs an agent command: ``python [-S] agent.pyz ARGS``.
+
+    ``run``, ``attach`` and ``cancel`` start Python without ``site`` (-S): they need
+    the stdlib only, and reading a big venv's .pth files costs ~100 ms a start
+    (half the time to a run's first event).  ``run`` still starts the supervisor
+    and workers with ``site``, where torch lives; ``probe`` keeps it to read
+    package versions.
+    """
+    flags = ["-S"] if args and args[0] in _STDLIB_COMMANDS else []
+    return [python, *flags, agent, *args]

@@ -48,6 +48,16 @@ class RunRecorder:
         store.begin_run(run_id, host, recorder.spec, declared)
         return recorder
 
+    @classmethod
+    def resume(cls, store: RunStore, book: PriceBook | None, run_id: str,
+               on_error: Callable[[str], None] | None = None) -> tuple[RunRecorder, int]:
+        """Take over recording a stored run (re-attach); returns the recorder and the last stored seq."""
+        run = store.load(run_id)
+        declared = run.declared or {}
+        recorder = cls(store, book, run.host, run.spec or {}, run.run_id, declared.get("instance_type"),
+                       declared.get("region"), on_error)
+        return recorder, store.resume_run(run.run_id)
+
     def _report(self, exc: Exception) -> None:
         if self.failed is None:
             self.failed = f"the run store {self.store.path} stopped recording run {self.run_id}: {exc}"

@@ -7,16 +7,23 @@ signal), and returns the Result JSON with the host filled in.
 """
 from __future__ import annotations
 
+import itertools
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
-from app.core.errors import AgentError, ProtocolViolation
+from app.core.errors import AgentError, ConnectError, ProtocolViolation
 from app.services.transport import AgentProcess, Transport
 from remote_agent.protocol import ProtocolError, RunSpec, SeqTracker, decode, new_run_id
 
 Event = dict[str, Any]
 EventCallback = Callable[[Event], None]
+
+# How long a session keeps trying to reconnect to a host whose connection dropped (the run goes on there).
+RECONNECT_FOR_S = 15 * 60
+BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+AGENT_EXIT_NO_SUCH_RUN = 2  # remote_agent.runner EXIT_BAD_INPUT: `attach` found no such run
 
 
 def _stderr_sentence(stderr: str) -> str:
@@ -25,14 +32,21 @@ def _stderr_sentence(stderr: str) -> str:
 
 
 class EventStream:
-    """Reads one agent command's stdout as validated events."""
+    """Reads one agent command's stdout as validated events.
 
-    def __init__(self, process: AgentProcess, host: str, on_event: EventCallback | None = None) -> None:
+    ``skip_through``: events up to that seq are already held (a re-attach replays
+    hello, and the agent may repeat what we have): they are checked, not passed on.
+    """
+
+    def __init__(self, process: AgentProcess, host: str, on_event: EventCallback | None = None,
+                 skip_through: int = 0) -> None:
         self.process = process
         self.host = host
         self.on_event = on_event
+        self.skip_through = skip_through
         self.events: list[Event] = []
         self.end: Event | None = None
+        self.exit_code: int | None = None
         self._tracker = SeqTracker()
 
     def pump(self) -> None:
@@ -47,12 +61,14 @@ class EventStream:
                 self.process.kill()
                 raise ProtocolViolation(f"the agent on {self.host} broke protocol v1: {exc}",
                                         detail=self.process.stderr_text()) from None
+            if event["seq"] <= self.skip_through:
+                continue
             self.events.append(event)
             if self.on_event is not None:
                 self.on_event(event)
             if event["type"] == "end":
                 self.end = event
-        self.process.wait(timeout=10)
+        self.exit_code = self.process.wait(timeout=10)
 
     def first(self, type_: str) -> Event | None:
         return next((e for e in self.events if e["type"] == type_), None)
@@ -64,40 +80,125 @@ class EventStream:
 
 
 class RunSession:
-    """One benchmark run on one host."""
+    """One benchmark run on one host, followed to its end across dropped connections.
 
-    def __init__(self, transport: Transport, spec: RunSpec, run_id: str | None = None,
-                 on_event: EventCallback | None = None) -> None:
+    The run itself is detached on the host (DESIGN.md §3).  When the transport
+    loses its connection, the session reconnects with backoff and attaches from
+    the last seq it holds: ``on_event`` sees every event once, in seq order.
+    ``on_notice`` receives sentences about the connection (lost, reconnected).
+    """
+
+    def __init__(self, transport: Transport, spec: RunSpec | None, run_id: str | None = None,
+                 on_event: EventCallback | None = None, on_notice: Callable[[str], None] | None = None,
+                 reconnect_for_s: float = RECONNECT_FOR_S) -> None:
         self.transport = transport
         self.spec = spec
         self.run_id = run_id or new_run_id()
         self.on_event = on_event
+        self.on_notice = on_notice
+        self.reconnect_for_s = reconnect_for_s
+        self.events: list[Event] = []
+        self.end: Event | None = None
         self.stream: EventStream | None = None
+        self.reconnects = 0
+        self._held = 0  # the last seq delivered (or already held by the caller of attach)
+        self._started = False  # this session issued `run` (so the run may not exist yet after a drop)
 
     def run(self) -> dict[str, Any]:
-        """Run to the end and return the Result; a failed run is a Result with status "failed".
+        """Start the run, follow it to the end and return the Result; a failed run is a Result too.
 
-        Raises AgentError when the agent dies without ending its stream and
-        ProtocolViolation when the stream is malformed.
+        Raises AgentError when the agent dies without ending its stream,
+        ProtocolViolation when the stream is malformed, and ConnectError when the
+        host stays unreachable for ``reconnect_for_s`` (the run goes on there).
         """
-        process = self.transport.start(["run", "--run-id", self.run_id],
-                                       stdin=json.dumps(self.spec.to_dict()).encode())
-        self.stream = EventStream(process, self.transport.host, self.on_event)
-        self.stream.pump()
-        if self.stream.end is None:
-            raise self.stream.died_error("the run ended")
-        result_event = self.stream.first("result")
+        if self.spec is None:
+            raise ValueError("RunSession.run needs a spec")
+        self._started = True
+        return self._follow(self._start_run())
+
+    def attach(self, from_seq: int = 1) -> dict[str, Any]:
+        """Follow a run started earlier (by this or another process) from ``from_seq`` to its end."""
+        self._held = max(0, from_seq - 1)
+        return self._follow(self.transport.start(["attach", self.run_id, "--from-seq", str(from_seq)]))
+
+    def _start_run(self) -> AgentProcess:
+        assert self.spec is not None
+        return self.transport.start(["run", "--run-id", self.run_id], stdin=json.dumps(self.spec.to_dict()).encode())
+
+    def _deliver(self, event: Event) -> None:
+        if event["type"] == "hello":
+            if event.get("run_id") != self.run_id:
+                raise ProtocolViolation(f"the agent on {self.transport.host} answered for run "
+                                        f"{event.get('run_id')!r}, not {self.run_id!r}")
+            if self.spec is None and isinstance(event.get("spec"), dict):
+                self.spec = RunSpec.from_dict(event["spec"])
+        self.events.append(event)
+        self._held = event["seq"]
+        if event["type"] == "end":
+            self.end = event
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _follow(self, process: AgentProcess) -> dict[str, Any]:
+        lost_since: float | None = None
+        while True:
+            self.stream = EventStream(process, self.transport.host, self._deliver, skip_through=self._held)
+            self.stream.pump()
+            if self.end is not None:
+                return self._result()
+            if self.stream.events:
+                lost_since = None  # it moved on since the last drop: a fresh reconnect budget
+            if process.connection_lost():
+                lost_since = lost_since or time.monotonic()
+                process = self._reconnect(lost_since)
+            elif self._started and self._held == 0 and not self.stream.events and \
+                    self.stream.exit_code == AGENT_EXIT_NO_SUCH_RUN and self.reconnects:
+                # The connection dropped before `run` had created the run on the host: start it again.
+                process = self._start_run()
+            else:
+                raise self.stream.died_error("the run ended")
+
+    def _notice(self, text: str) -> None:
+        if self.on_notice is not None:
+            self.on_notice(text)
+
+    def _reconnect(self, lost_since: float) -> AgentProcess:
+        host = self.transport.host
+        for attempt in itertools.count():
+            delay = BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]
+            if time.monotonic() - lost_since + delay > self.reconnect_for_s:
+                raise ConnectError(
+                    f"lost the connection to {host} and could not get it back within "
+                    f"{self.reconnect_for_s / 60:g} min; the run goes on there: "
+                    f"`neuronbench runs attach {self.run_id} --host {host}` picks it up")
+            self._notice(f"connection to {host} lost after event {self._held}; "
+                         f"reconnecting in {delay:g} s" + (f" (attempt {attempt + 1})" if attempt else ""))
+            time.sleep(delay)
+            try:
+                process = self.transport.start(["attach", self.run_id, "--from-seq", str(self._held + 1)])
+            except ConnectError as exc:
+                self._notice(f"still no connection to {host}: {exc}")
+                continue
+            self.reconnects += 1
+            self._notice(f"reconnected to {host}; resuming from event {self._held + 1}")
+            return process
+        raise AssertionError("unreachable")
+
+    def _result(self) -> dict[str, Any]:
+        result_event = self._first("result")
+        error = self._first("error")
         if result_event is None:
-            error = self.stream.first("error")
             message = error["message"] if error else "the run ended without a result"
             raise AgentError(f"{self.transport.host}: {message}", detail=(error or {}).get("detail", ""),
                              kind=(error or {}).get("kind", "internal"))
         result = dict(result_event["result"])
         result["host"] = self.transport.host
-        error = self.stream.first("error")
         if error and result.get("error"):
             result["error"]["detail"] = error.get("detail", "")
         return result
+
+    def _first(self, type_: str) -> Event | None:
+        return next((e for e in self.events if e["type"] == type_), None)
 
 
 def probe_host(transport: Transport, quick: bool = False, on_event: EventCallback | None = None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from app.paths import AppPaths
-from app.services.agent_bundle import AgentBundle, ensure_bundle
+from app.services.agent_bundle import AgentBundle, agent_argv, ensure_bundle
 
 STDERR_KEEP_BYTES = 64 * 1024
 
@@ -57,6 +57,14 @@ class AgentProcess:
 
     def kill(self) -> None:
         raise NotImplementedError
+
+    def connection_lost(self) -> bool:
+        """After the stream ended: True if the transport lost its connection (the agent may still run).
+
+        False means the agent itself ended (its exit status and stderr say how).
+        A local subprocess has no connection to lose.
+        """
+        return False
 
 
 class Transport:
@@ -116,7 +124,7 @@ class LocalTransport(Transport):
         env = dict(os.environ)
         env["NEURONBENCH_AGENT_HOME"] = str(self.paths.local_agent_home)
         env["PYTHONUNBUFFERED"] = "1"
-        popen = subprocess.Popen([self.python, str(self.bundle.path), *args], stdin=subprocess.PIPE,
+        popen = subprocess.Popen(agent_argv(self.python, str(self.bundle.path), list(args)), stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                  cwd=str(self.paths.cache))
         assert popen.stdin is not None

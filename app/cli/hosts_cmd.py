@@ -1,0 +1,192 @@
+"""``neuronbench hosts add|list|remove|test|import-ssh-config``: the machines runs go to."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import paramiko
+
+from app.cli.hosts_resolve import prompts_for, transport_for_profile
+from app.core.errors import BadSpecError, NeuronBenchError
+from app.core.hosts import SSH_PORT, HostProfile
+from app.paths import AppPaths
+from app.services.hosts_store import HostsStore
+from app.services.session import probe_host
+from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL
+from app.services.ssh_transport import SshTransport
+
+_HELP = {name: meta["help"] for name, meta in HostProfile.field_help().items()}
+
+
+def register(commands, common: argparse.ArgumentParser) -> None:
+    hosts = commands.add_parser("hosts", help="add, list, remove and test the hosts runs go to",
+                                description="Hosts are reached over SSH (keys from the ssh-agent or files; host "
+                                            "keys checked like OpenSSH). `local` is this computer.")
+    sub = hosts.add_subparsers(dest="hosts_command", metavar="SUBCOMMAND")
+    hosts.set_defaults(handler=lambda args: _usage(hosts))
+
+    add = sub.add_parser("add", parents=[common], help="save a host profile")
+    add.add_argument("name", metavar="NAME", help=_HELP["name"])
+    where = add.add_mutually_exclusive_group(required=True)
+    where.add_argument("--hostname", metavar="H", help=_HELP["hostname"])
+    where.add_argument("--local", action="store_true", help=_HELP["local"])
+    add.add_argument("--port", type=int, default=SSH_PORT, metavar="P", help=_HELP["port"])
+    add.add_argument("--user", default="", metavar="U", help=_HELP["user"])
+    add.add_argument("--identity", default="", metavar="FILE", help=_HELP["identity_file"])
+    add.add_argument("--proxy-jump", default="", metavar="J", help=_HELP["proxy_jump"])
+    add.add_argument("--python", default="", metavar="PATH", help=_HELP["python"])
+    add.add_argument("--instance-type", default="", metavar="T", help=_HELP["instance_type"])
+    add.add_argument("--region", default="", metavar="R", help=_HELP["region"])
+    add.set_defaults(handler=handle_add)
+
+    listing = sub.add_parser("list", parents=[common], help="list the hosts")
+    listing.add_argument("--json", action="store_true", help="print the profiles as JSON on stdout")
+    listing.set_defaults(handler=handle_list)
+
+    remove = sub.add_parser("remove", parents=[common], help="forget a host profile")
+    remove.add_argument("name", metavar="NAME")
+    remove.set_defaults(handler=handle_remove)
+
+    test = sub.add_parser("test", parents=[common], help="connect, check the host key and Python, deploy the "
+                          "agent and describe the host")
+    test.add_argument("name", metavar="NAME")
+    test.add_argument("--install-timm", choices=(TIMM_FROM_PYPI, TIMM_FROM_WHEEL),
+                      help="if timm is missing there: pip-install it on the host (pypi) or upload the wheel this "
+                           "app carries (wheel); either goes to ~/.cache/neuronbench/site, for the agent only")
+    test.add_argument("--json", action="store_true", help="print what was found as JSON on stdout")
+    test.set_defaults(handler=handle_test)
+
+    imp = sub.add_parser("import-ssh-config", parents=[common], help="add the hosts of an OpenSSH config file")
+    imp.add_argument("--config", default="~/.ssh/config", metavar="F", help="the file to read (default %(default)s)")
+    imp.set_defaults(handler=handle_import)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _store(args: argparse.Namespace) -> tuple[AppPaths, HostsStore]:
+    paths = AppPaths.resolve(args.data_dir)
+    return paths, HostsStore(paths.config)
+
+
+def handle_add(args: argparse.Namespace) -> int:
+    _paths, store = _store(args)
+    profile = HostProfile(name=args.name, local=args.local, hostname=args.hostname or "", port=args.port,
+                          user=args.user, identity_file=args.identity, proxy_jump=args.proxy_jump,
+                          python=args.python, instance_type=args.instance_type, region=args.region)
+    store.add(profile)
+    if profile.identity_file and not os.path.isfile(os.path.expanduser(profile.identity_file)):
+        print(f"neuronbench: warning: the key file {profile.identity_file} does not exist (yet)", file=sys.stderr)
+    print(f"added {profile.name}: {profile.address}", file=sys.stderr)
+    return 0
+
+
+def handle_list(args: argparse.Namespace) -> int:
+    _paths, store = _store(args)
+    profiles = store.list()
+    if args.json:
+        json.dump([p.to_dict() for p in profiles], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    rows = [("NAME", "ADDRESS", "VIA", "PYTHON", "INSTANCE", "REGION")]
+    rows += [(p.name, p.address, p.proxy_jump or "-", p.python or ("the app's" if p.local else "auto"),
+              p.instance_type or "-", p.region or "-")
+             for p in profiles]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def handle_remove(args: argparse.Namespace) -> int:
+    _paths, store = _store(args)
+    store.remove(args.name)
+    print(f"removed {args.name}", file=sys.stderr)
+    return 0
+
+
+def handle_test(args: argparse.Namespace) -> int:
+    paths, store = _store(args)
+    profile = store.get(args.name)
+    transport = transport_for_profile(profile, paths, prompts_for(args), store)
+    report: dict = {"host": profile.name, "address": profile.address}
+
+    def say(text: str) -> None:
+        print(f"{profile.name}: {text}", file=sys.stderr)
+
+    try:
+        if isinstance(transport, SshTransport):
+            started = time.monotonic()
+            key = transport.connection().transport.get_remote_server_key()
+            report["connect_s"] = round(time.monotonic() - started, 3)
+            report["host_key"] = {"type": key.get_name(), "fingerprint": key.fingerprint}
+            say(f"connected to {profile.address} in {report['connect_s']:.2f} s, host key {key.get_name()} "
+                f"{key.fingerprint}")
+            setup = transport.setup(fresh=True)
+            report.update(python=setup.python, python_version=setup.python_version, agent=setup.agent_path,
+                          agent_uploaded=setup.uploaded, timm=setup.timm)
+            say(f"Python {setup.python_version} at {setup.python}")
+            say(f"agent {'uploaded to' if setup.uploaded else 'already at'} {setup.agent_path}")
+            if not setup.timm:
+                say("timm is missing: runs will fail until it is installed (hosts test --install-timm)")
+        env = probe_host(transport, quick=True)
+    finally:
+        transport.close()
+    report["env"] = env
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        from app.cli.text import format_env
+
+        print(format_env(profile.name, env))
+    return 0
+
+
+def profiles_from_ssh_config(path: str) -> tuple[list[HostProfile], list[str]]:
+    """Profiles for the concrete ``Host`` aliases of an OpenSSH config (wildcards only feed the lookups)."""
+    try:
+        config = paramiko.SSHConfig.from_path(os.path.expanduser(path))
+    except FileNotFoundError:
+        raise BadSpecError(f"no SSH config at {path}; give its path with --config F") from None
+    except Exception as exc:  # paramiko's parser raises plain exceptions on bad lines
+        raise BadSpecError(f"cannot read the SSH config {path}: {exc}") from None
+    profiles, skipped = [], []
+    for alias in sorted(config.get_hostnames()):
+        if any(ch in alias for ch in "*?!"):
+            continue
+        entry = config.lookup(alias)
+        if entry.get("proxycommand"):
+            skipped.append(f"{alias}: it uses ProxyCommand, which NeuronBench does not run (use ProxyJump)")
+            continue
+        try:
+            profiles.append(HostProfile(name=alias, hostname=entry.get("hostname", alias),
+                                        port=int(entry.get("port", SSH_PORT)), user=entry.get("user", ""),
+                                        identity_file=(entry.get("identityfile") or [""])[0],
+                                        proxy_jump=entry.get("proxyjump", "")))
+        except (BadSpecError, ValueError) as exc:
+            skipped.append(f"{alias}: {exc}")
+    return profiles, skipped
+
+
+def handle_import(args: argparse.Namespace) -> int:
+    _paths, store = _store(args)
+    profiles, skipped = profiles_from_ssh_config(args.config)
+    existing = set(store.names())
+    for profile in profiles:
+        if profile.name in existing:
+            skipped.append(f"{profile.name}: a host of that name exists already")
+            continue
+        store.add(profile)
+        print(f"added {profile.name}: {profile.address}" + (f" via {profile.proxy_jump}" if profile.proxy_jump else ""),
+              file=sys.stderr)
+    for reason in skipped:
+        print(f"skipped {reason}", file=sys.stderr)
+    if not profiles and not skipped:
+        raise NeuronBenchError(f"{args.config} names no concrete Host (only wildcards or nothing)")
+    return 0

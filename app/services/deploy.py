@@ -1,0 +1,207 @@
+"""Getting a host ready to run the agent: pick its Python, upload the agent, offer timm.
+
+One remote command inspects the host: which Python (the profile's, else the
+newest Neuron venv, else ``python3``), its version, whether the agent of this
+exact content is already in ``~/.cache/neuronbench/agent/`` and whether timm is
+importable.  The agent zipapp is uploaded over SFTP only when it is missing,
+into 0700 directories, under a temporary name renamed into place when complete;
+then it is unpacked next to itself and byte-compiled by the host's Python.
+
+Why unpacked: Python never caches bytecode for modules imported from a zip, so
+every start of a zipapp compiles the agent's modules again, about half of the
+time from ``run`` to its first event.  The unpacked folder (renamed into place
+whole) is what runs; its name carries the content hash as the .pyz's does.
+"""
+from __future__ import annotations
+
+import secrets
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import paramiko
+
+from app.core.errors import DeployError
+from app.core.hosts import HostProfile
+from app.services.agent_bundle import AgentBundle
+from app.services.remote_exec import run_command
+from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL, SshPrompts
+from app.services.timm_wheel import carried_wheel, installed_timm_version
+
+MIN_PYTHON = (3, 8)
+# As remote_agent/probe/packages.py DEFAULT_VENV_GLOB: the Neuron DLAMI's PyTorch venvs.
+NEURON_VENV_GLOB = "/opt/aws_neuronx_venv_pytorch_*"
+
+# POSIX sh, one line (no user text inside: the Python preference, file name and glob come as $1..$3).
+_INSPECT_SH = (
+    'py="$1"; cache="${XDG_CACHE_HOME:-$HOME/.cache}/neuronbench"; '
+    'if [ -z "$py" ]; then for d in $(ls -d $3 2>/dev/null | sort -rV 2>/dev/null); do '
+    'if [ -x "$d/bin/python" ]; then py="$d/bin/python"; break; fi; done; fi; '
+    '[ -n "$py" ] || py=python3; '
+    'echo "nb-cache=$cache"; echo "nb-python=$py"; '
+    '[ -f "$cache/agent/$2/__main__.py" ] && echo "nb-agent=present"; '
+    'command -v "$py" >/dev/null 2>&1 || { echo "nb-missing=1"; exit 0; }; '
+    'exec "$py" -c "$4" "$cache/site"'
+)
+# Prints the version before anything a Python 2 or 3.7 would choke on, so an old Python is named, not a crash.
+_INSPECT_PY = (
+    'import sys;v=sys.version_info;'
+    'sys.stdout.write("nb-version=%d.%d.%d\\nnb-executable=%s\\n" % (v[0], v[1], v[2], sys.executable));'
+    'sys.stdout.flush();sys.path.append(sys.argv[1]);import importlib.util as u;'
+    'sys.stdout.write("nb-timm=%d\\n" % (u.find_spec("timm") is not None))'
+)
+_UNPACK_PY = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
+# Unpack the agent into a temporary folder, byte-compile it (pyc for this Python, tracebacks naming the
+# final path) and rename it into place: a half-made folder is never seen, a concurrent deploy just loses.
+_INSTALL_AGENT_PY = """\
+import compileall, os, shutil, sys, zipfile
+src, dst = sys.argv[1], sys.argv[2]
+tmp = "%s.%d.tmp" % (dst, os.getpid())
+zipfile.ZipFile(src).extractall(tmp)
+os.chmod(tmp, 0o700)
+ok = compileall.compile_dir(tmp, quiet=1, ddir=dst)
+try:
+    os.rename(tmp, dst)
+except OSError:
+    shutil.rmtree(tmp)
+sys.exit(0 if ok else 1)
+"""
+
+
+@dataclass(frozen=True)
+class RemoteSetup:
+    """What a host has once it is ready: the Python and the agent path that every agent command uses."""
+
+    python: str
+    python_version: str
+    cache_dir: str
+    agent_path: str
+    uploaded: bool
+    timm: bool
+
+    @property
+    def site_dir(self) -> str:
+        return f"{self.cache_dir}/site"
+
+
+def agent_dir(bundle: AgentBundle) -> str:
+    """The unpacked agent's folder name on the host: the zipapp's name (content hash included) less .pyz."""
+    return bundle.name.removesuffix(".pyz")
+
+
+def _parse(text: str) -> dict[str, str]:
+    found = {}
+    for line in text.splitlines():  # a chatty login shell may print other lines: only ours count
+        if line.startswith("nb-") and "=" in line:
+            key, value = line[3:].split("=", 1)
+            found[key] = value.strip()
+    return found
+
+
+def inspect_host(transport: paramiko.Transport, profile: HostProfile, bundle: AgentBundle,
+                 venv_glob: str = NEURON_VENV_GLOB) -> dict[str, str]:
+    """The one remote command: Python choice and version, agent presence, timm presence."""
+    result = run_command(transport, ["sh", "-c", _INSPECT_SH, "neuronbench-inspect", profile.python, agent_dir(bundle),
+                                     venv_glob, _INSPECT_PY])
+    found = _parse(result.text())
+    if "cache" not in found:
+        raise DeployError(f"could not inspect {profile.name}: `sh` did not run there ({result.stderr_line()}); "
+                          f"NeuronBench needs a POSIX shell on the host")
+    python = found.get("python", "python3")
+    if found.get("missing"):
+        if profile.python:
+            raise DeployError(f"the Python set for {profile.name} ({profile.python!r}) does not exist there; "
+                              f"change it with `neuronbench hosts add {profile.name} --python PATH` (after "
+                              f"`hosts remove`), or leave it unset to pick one")
+        raise DeployError(f"no Python on {profile.name}: {python!r} is not on its PATH and there is no Neuron venv; "
+                          f"install python3 (3.8 or newer) there or set the host's --python")
+    version = found.get("version")
+    if version is None:
+        raise DeployError(f"the Python {python} on {profile.name} did not start: {result.stderr_line()}")
+    parts = tuple(int(p) for p in version.split("."))
+    if parts[:2] < MIN_PYTHON:
+        raise DeployError(f"{profile.name} has Python {version} ({found.get('executable') or python}), but the "
+                          f"agent needs {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer; install a newer python3 there "
+                          f"or set --python to one (a Neuron DLAMI has /opt/aws_neuronx_venv_pytorch_*/bin/python)")
+    return found
+
+
+def _makedirs(sftp: paramiko.SFTPClient, path: str) -> None:
+    """Create the missing folders of an absolute path, each 0700 (an existing one is left as it is)."""
+    current = ""
+    for part in [p for p in path.split("/") if p]:
+        current += "/" + part
+        try:
+            if not stat.S_ISDIR(sftp.stat(current).st_mode or 0):
+                raise DeployError(f"cannot install the agent: {current} exists on the host and is not a folder")
+        except FileNotFoundError:
+            sftp.mkdir(current, 0o700)
+
+
+def upload(sftp: paramiko.SFTPClient, local: Path, remote_dir: str, name: str) -> str:
+    """Copy ``local`` to ``remote_dir/name`` (created 0700), whole or not at all."""
+    _makedirs(sftp, remote_dir)
+    final = f"{remote_dir}/{name}"
+    tmp = f"{remote_dir}/.{name}.{secrets.token_hex(4)}.tmp"
+    sftp.put(str(local), tmp, confirm=True)
+    sftp.chmod(tmp, 0o600)
+    try:
+        sftp.posix_rename(tmp, final)  # atomic, and replaces a file a concurrent upload put there
+    except OSError:
+        sftp.remove(tmp)
+        sftp.stat(final)  # no posix-rename extension: fine only if someone else finished the same upload
+    return final
+
+
+def _install_timm(transport: paramiko.Transport, profile: HostProfile, setup: RemoteSetup, how: str,
+                  wheels_dir: Path) -> None:
+    if how == TIMM_FROM_WHEEL:
+        wheel = carried_wheel(wheels_dir)
+        if wheel is None:
+            raise DeployError("the app carries no timm wheel (timm is not installed with it); choose the pip install")
+        with transport.open_sftp_client() as sftp:
+            remote = upload(sftp, wheel, f"{setup.cache_dir}/wheels", wheel.name)
+        argv = [setup.python, "-c", _UNPACK_PY, remote, setup.site_dir]
+    else:
+        version = installed_timm_version()
+        argv = [setup.python, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade", "--target",
+                setup.site_dir, f"timm=={version}" if version else "timm"]
+    result = run_command(transport, argv, timeout=600)
+    if result.code != 0:
+        raise DeployError(f"installing timm on {profile.name} failed: {result.stderr_line()}",
+                          detail=result.stderr.decode("utf-8", "replace"))
+
+
+def prepare_host(transport: paramiko.Transport, profile: HostProfile, bundle: AgentBundle, prompts: SshPrompts,
+                 wheels_dir: Path, venv_glob: str = NEURON_VENV_GLOB,
+                 on_progress: Callable[[str], None] | None = None) -> RemoteSetup:
+    """Inspect, upload the agent if its hash is not there, and offer timm if it is missing."""
+    say = on_progress or (lambda _text: None)
+    found = inspect_host(transport, profile, bundle, venv_glob)
+    cache = found["cache"]
+    agent_path = f"{cache}/agent/{agent_dir(bundle)}"
+    uploaded = False
+    if found.get("agent") != "present":
+        say(f"uploading the agent ({bundle.path.stat().st_size // 1024} KiB) to {agent_path}")
+        try:
+            with transport.open_sftp_client() as sftp:
+                pyz = upload(sftp, bundle.path, f"{cache}/agent", bundle.name)
+        except (OSError, paramiko.SSHException) as exc:
+            raise DeployError(f"could not upload the agent to {profile.name}:{cache}/agent: {exc}") from None
+        python = found.get("executable") or found["python"]
+        result = run_command(transport, [python, "-c", _INSTALL_AGENT_PY, pyz, agent_path])
+        if result.code != 0:
+            raise DeployError(f"could not unpack the agent on {profile.name}: {result.stderr_line()}",
+                              detail=result.stderr.decode("utf-8", "replace"))
+        uploaded = True
+    setup = RemoteSetup(python=found.get("executable") or found["python"], python_version=found["version"],
+                        cache_dir=cache, agent_path=agent_path, uploaded=uploaded, timm=found.get("timm") == "1")
+    if not setup.timm:
+        choices = (TIMM_FROM_PYPI,) + ((TIMM_FROM_WHEEL,) if carried_wheel(wheels_dir) else ())
+        how = prompts.offer_timm_install(profile.name, setup.python, choices)
+        if how in choices:
+            say(f"installing timm for {setup.python} into {setup.site_dir} ({how})")
+            _install_timm(transport, profile, setup, how, wheels_dir)
+            setup = replace(setup, timm=True)
+    return setup

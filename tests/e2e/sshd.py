@@ -1,0 +1,140 @@
+"""A real OpenSSH server on 127.0.0.1 for the SSH tests, isolated from this machine's own accounts.
+
+Each server has its own folder: host key, authorized_keys, sshd_config, pid
+file and log.  The login user's HOME (and so the remote ``~/.cache/neuronbench``)
+is a folder of the test, set with sshd's ``SetEnv``, so the real home is never
+touched.  The client side (``~/.ssh/known_hosts``, default keys) is isolated by
+pointing the test process's HOME at another folder (see ``ssh_client_home``).
+"""
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+PRIVSEP_DIR = Path("/run/sshd")  # Debian's sshd refuses to start without it (systemd makes it at boot)
+
+
+def sshd_unavailable() -> str | None:
+    """Why a test sshd cannot run here, or None."""
+    if not os.path.exists(SSHD) or not shutil.which("ssh-keygen"):
+        return "openssh-server is not installed (tests/system_packages.sh installs it)"
+    if not PRIVSEP_DIR.is_dir() and os.geteuid() != 0:
+        return f"sshd needs {PRIVSEP_DIR}, which only root can create"
+    return None
+
+
+def keygen(path: Path, passphrase: str = "") -> Path:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "neuronbench-test", "-f", str(path)],
+                   check=True)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class SshServer:
+    root: Path
+    port: int
+    home: Path  # the login user's HOME for sessions of this server
+    host_key: Path
+    client_key: Path
+    user: str
+    proc: subprocess.Popen | None = None
+
+    @property
+    def log(self) -> Path:
+        return self.root / "sshd.log"
+
+    def start(self, timeout: float = 10.0) -> SshServer:
+        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
+                                     stdout=subprocess.DEVNULL, stderr=open(self.log, "ab"))
+        deadline = time.monotonic() + timeout
+        while "Server listening" not in self.log.read_text(errors="replace"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"sshd did not start: {self.log.read_text(errors='replace')}")
+            time.sleep(0.02)
+        return self
+
+    def session_pids(self) -> list[int]:
+        """The sshd processes serving connections (children of the listener)."""
+        assert self.proc is not None
+        children = []
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    stat = Path(f"/proc/{name}/stat").read_text()
+                except OSError:
+                    continue
+                if int(stat[stat.rfind(")") + 2:].split()[1]) == self.proc.pid:
+                    children.append(int(name))
+        return children
+
+    def kill_sessions(self) -> list[int]:
+        """Drop every connection the hard way: SIGKILL the sshd processes serving them."""
+        pids = self.session_pids()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return pids
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill_sessions()
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+    def profile(self, name: str = "box", **overrides):
+        from app.core.hosts import HostProfile
+
+        fields = {"name": name, "hostname": "127.0.0.1", "port": self.port, "user": self.user,
+                  "identity_file": str(self.client_key)}
+        fields.update(overrides)
+        return HostProfile(**fields)
+
+
+def make_server(root: Path, client_key: Path, home: Path | None = None, extra_config: str = "") -> SshServer:
+    """Configure (not start) an sshd in ``root`` that lets ``client_key`` log in as the current user."""
+    if not PRIVSEP_DIR.is_dir():
+        PRIVSEP_DIR.mkdir(mode=0o755, parents=True)
+    root.mkdir(parents=True, exist_ok=True)
+    home = home or root / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    host_key = keygen(root / "host_key")
+    (root / "authorized_keys").write_text(Path(f"{client_key}.pub").read_text())
+    no_ec2 = root / "sysfs"  # the remote probe must never think it is on EC2 and call IMDS
+    no_ec2.mkdir(exist_ok=True)
+    user = pwd.getpwuid(os.getuid()).pw_name
+    port = free_port()
+    (root / "sshd_config").write_text(f"""\
+Port {port}
+ListenAddress 127.0.0.1
+HostKey {host_key}
+PidFile {root / 'sshd.pid'}
+AuthorizedKeysFile {root / 'authorized_keys'}
+AllowUsers {user}
+UsePAM no
+StrictModes no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PrintMotd no
+AllowTcpForwarding yes
+Subsystem sftp internal-sftp
+SetEnv HOME={home} NEURONBENCH_SYSFS_ROOT={no_ec2}
+{extra_config}
+""")
+    return SshServer(root=root, port=port, home=home, host_key=host_key, client_key=client_key, user=user)

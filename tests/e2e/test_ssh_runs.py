@@ -1,0 +1,202 @@
+"""Real runs over a real sshd: training, dropped connections, cancel, many hosts, attach from a new process."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from app.paths import AppPaths
+from app.services.session import RunSession
+from app.services.ssh_prompts import NoPrompts
+from app.services.ssh_transport import SshTransport
+from remote_agent.protocol import RunSpec, iter_events
+from tests.conftest import REPO
+from tests.e2e.conftest import add_host, remote_profile, remote_runs_dir
+from tests.e2e.sshd import free_port, make_server
+from tests.helpers import TINY_ARGS, TINY_MODEL, tiny_model_flags
+
+pytestmark = pytest.mark.slow
+
+TRAIN = ["--workload", "train", *tiny_model_flags(), "--backend", "cpu", "--workers", "0", "--batch-size", "4"]
+
+
+def tiny_spec(**fields) -> RunSpec:
+    model_args = {k: int(v) for k, v in (a.split("=") for a in TINY_ARGS)}
+    base = dict(workload="train", model=TINY_MODEL, model_args=model_args, backend="cpu", batch_sizes=(4,),
+                workers=0, warmup=1)
+    base.update(fields)
+    return RunSpec(**base)
+
+
+def process_tree(root: int) -> set[int]:
+    """``root`` and every process below it (following parents, so other sessions are included)."""
+    parents = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(name)] = int(stat[stat.rfind(")") + 2:].split()[1])
+    tree, grew = {root}, True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    return tree
+
+
+def running(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                alive.add(pid)
+        except OSError:
+            pass
+    return alive
+
+
+def test_probe_and_a_tiny_training_run_over_ssh(sshd, data_dir, run_cli, ssh_env):
+    add_host(data_dir, remote_profile(sshd))
+    probe = run_cli("probe", "--host", "box", "--json", "--accept-new-host-key", env=ssh_env)
+    assert probe.code == 0, probe.stderr
+    assert probe.json()["env"]["python"]["executable"] == sys.executable
+
+    out = run_cli("run", "--host", "box", *TRAIN, "--steps", "5", "--warmup", "1", "--json", env=ssh_env)
+    assert out.code == 0, out.stderr
+    [result] = out.json()
+    assert result["host"] == "box" and result["status"] == "ok" and result["train"]["steps_measured"] == 4
+    assert "[box] agent" in out.stderr and "[box] run ok" in out.stderr
+    events = remote_runs_dir(sshd) / result["run_id"] / "events.jsonl"  # the run lived in the remote HOME
+    assert [e["type"] for e in iter_events(events.read_bytes().splitlines())][-1] == "end"
+
+
+def test_a_dropped_connection_loses_no_event_and_repeats_none(sshd, data_dir):
+    ssh = SshTransport(remote_profile(sshd), AppPaths.resolve(data_dir), NoPrompts(accept_new_host_keys=True))
+    received: list[dict] = []
+    notices: list[str] = []
+    dropped: list[int] = []
+
+    def on_event(event: dict) -> None:
+        received.append(event)
+        # Kill the sshd process serving the connection twice mid-run: the run goes on over there.
+        if event["type"] == "step" and event["i"] in (3, 9) and event["i"] not in dropped:
+            dropped.append(event["i"])
+            assert sshd.kill_sessions()
+
+    session = RunSession(ssh, tiny_spec(steps=14), on_event=on_event, on_notice=notices.append)
+    result = session.run()
+    ssh.close()
+    assert result["status"] == "ok" and result["train"]["steps_total"] == 14
+    assert session.reconnects == 2 and sum("lost after event" in n for n in notices) == 2
+    seqs = [e["seq"] for e in received]
+    assert seqs == list(range(1, len(seqs) + 1))  # contiguous: nothing lost, nothing twice
+    on_host = [e["seq"] for e in iter_events((remote_runs_dir(sshd) / session.run_id / "events.jsonl")
+                                             .read_bytes().splitlines())]
+    assert seqs == on_host
+    assert [e["i"] for e in received if e["type"] == "step"] == list(range(1, 15))
+
+
+def test_cancel_stops_torchrun_and_its_workers_leaving_no_process(sshd, data_dir, run_cli, ssh_env):
+    add_host(data_dir, remote_profile(sshd))
+    ssh = SshTransport(remote_profile(sshd), AppPaths.resolve(data_dir), NoPrompts(accept_new_host_keys=True))
+    tree: set[int] = set()
+    cancel_out: list = []
+    state: dict = {}
+
+    def on_event(event: dict) -> None:
+        if event["type"] == "hello":
+            state["supervisor"] = event["pid"]
+        if event["type"] == "step" and not tree:
+            tree.update(process_tree(state["supervisor"]))  # supervisor, torchrun, 2 workers (own sessions)
+            worker = threading.Thread(target=lambda: cancel_out.append(
+                run_cli("runs", "cancel", session.run_id, "--host", "box", env=ssh_env)))
+            worker.start()
+            state["thread"] = worker
+
+    session = RunSession(ssh, tiny_spec(steps=100000, nproc=2), on_event=on_event)
+    result = session.run()
+    state["thread"].join()
+    ssh.close()
+    assert result["status"] == "cancelled"
+    [out] = cancel_out
+    assert out.code == 0 and "no process of it is left" in out.stderr, out.stderr
+    assert len(tree) >= 4
+    assert running(tree) == set()
+
+
+def test_four_hosts_at_once_and_a_dead_one_does_not_stop_them(tmp_path, ssh_client, data_dir, run_cli, ssh_env):
+    servers = [make_server(tmp_path / f"sshd-{n}", ssh_client.key).start() for n in "abcd"]
+    try:
+        for name, server in zip("abcd", servers, strict=True):
+            add_host(data_dir, remote_profile(server, name))
+        add_host(data_dir, remote_profile(servers[0], "dead", port=free_port()))
+        events = tmp_path / "events.jsonl"
+        hosts = [arg for name in [*"abcd", "dead"] for arg in ("--host", name)]
+        out = run_cli("run", *hosts, *TRAIN, "--steps", "3", "--warmup", "1", "--json", "--accept-new-host-key",
+                      "--events", str(events), env=ssh_env)
+    finally:
+        for server in servers:
+            server.stop()
+    assert out.code == 1
+    results = out.json()
+    assert [r["host"] for r in results] == [*"abcd", "dead"]
+    assert [r["status"] for r in results] == ["ok"] * 4 + ["failed"]
+    assert "refused the connection" in results[4]["error"]["message"]
+    assert "neuronbench: error: run failed on dead:" in out.stderr
+    for name in "abcd":
+        assert f"[{name}] run ok" in out.stderr
+    kinds = [json.loads(line)["type"] for line in events.read_text().splitlines()]
+    assert kinds.count("hello") == 4
+    assert max(i for i, k in enumerate(kinds) if k == "hello") < kinds.index("end")  # they ran side by side
+
+
+def test_runs_attach_from_a_new_process_after_the_first_one_died(sshd, data_dir, run_cli, ssh_env, cli_env, tmp_path):
+    add_host(data_dir, remote_profile(sshd))
+    events = tmp_path / "events.jsonl"
+    first = subprocess.Popen([sys.executable, "-m", "app", "run", "--host", "box", *TRAIN, "--steps", "12",
+                              "--accept-new-host-key", "--events", str(events)], env=ssh_env, cwd=REPO,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while '"type":"step"' not in (events.read_text() if events.exists() else ""):
+        assert first.poll() is None and time.monotonic() < deadline, "the first run never reached a step"
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)  # the app dies (laptop closed): the run goes on on the host
+    first.wait()
+    run_id = json.loads(events.read_text().splitlines()[0])["run_id"]
+
+    listed = run_cli("runs", "list", "--json", env=ssh_env).json()["runs"]
+    assert [r["status"] for r in listed if r["run_id"] == run_id] == ["unfinished"]
+
+    out = run_cli("runs", "attach", run_id, "--json", env=ssh_env)  # the run store knows the host
+    assert out.code == 0, out.stderr
+    [result] = out.json()
+    assert result["run_id"] == run_id and result["status"] == "ok" and result["train"]["steps_total"] == 12
+    assert f"[box] attaching to run {run_id} from event" in out.stderr and "[box] run ok" in out.stderr
+    # The history now holds the whole run: every event once, from the hello to the end.
+    stored = [json.loads(line) for line in run_cli("runs", "show", run_id, "--events", env=ssh_env).stdout.splitlines()]
+    assert [e["seq"] for e in stored] == list(range(1, len(stored) + 1))
+    assert stored[0]["type"] == "hello" and stored[-1]["type"] == "end"
+    assert run_cli("runs", "list", "--json", env=ssh_env).json()["runs"][0]["status"] == "ok"
+
+
+def test_hostile_model_arguments_are_data_on_the_host(sshd, data_dir, tmp_path):
+    marker = tmp_path / "pwned"
+    spec = tiny_spec(steps=3, model_args={"img_size": 32, "patch_size": 8, "depth": 2, "embed_dim": 64,
+                                          "num_heads": 2, "global_pool": f"$(touch {marker})';touch {marker}"},
+                     neuron_cc_flags=f"`touch {marker}`; touch {marker}")
+    ssh = SshTransport(remote_profile(sshd), AppPaths.resolve(data_dir), NoPrompts(accept_new_host_keys=True))
+    result = RunSession(ssh, spec).run()
+    ssh.close()
+    assert result["status"] == "failed"  # timm refuses that pooling name: as a value, not as a command
+    assert "global_pool" in json.dumps(result["spec"]) and not marker.exists()
