@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# The probe contacts EC2 instance metadata only when DMI says this machine is EC2; point it at an
+# empty sysfs so no test (and no agent it starts) ever reaches 169.254.169.254, even on an EC2 runner.
+os.environ["NEURONBENCH_SYSFS_ROOT"] = tempfile.mkdtemp(prefix="nb-no-sysfs-")
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
