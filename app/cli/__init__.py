@@ -9,10 +9,10 @@ import sys
 from collections.abc import Sequence
 
 import app
-from app.cli import probe_cmd, run_cmd
+from app.cli import monitor_cmd, probe_cmd, run_cmd
 from app.core.errors import NeuronBenchError
 
-COMMANDS = (run_cmd, probe_cmd)
+COMMANDS = (run_cmd, probe_cmd, monitor_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -42,6 +42,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=PRECISIONS, help=_HELP["precision"])
     p.add_argument("--nproc", type=int, metavar="N", help=_HELP["nproc"])
     p.add_argument("--workers", type=int, metavar="N", help=_HELP["workers"])
+    p.add_argument("--telemetry-period", type=float, metavar="S", help=_HELP["telemetry_period"])
     p.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="run N times, each in fresh processes; report the median and a bootstrap 95%% interval")
     p.add_argument("--json", action="store_true", help="print the Result JSON list on stdout")
@@ -68,7 +69,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     model_args = parse_model_args(args.model_arg) if args.model_arg else None
     return build_spec(base, workload=workload, model=args.model, model_args=model_args, backend=args.backend,
                       batch_sizes=batch_sizes, steps=args.steps, warmup=args.warmup, duration=args.duration,
-                      min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers)
+                      min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers,
+                      telemetry_period=args.telemetry_period)
 
 
 def failed_result(host: str, spec: RunSpec, run_id: str, error: NeuronBenchError) -> dict[str, Any]:
@@ -77,7 +79,8 @@ def failed_result(host: str, spec: RunSpec, run_id: str, error: NeuronBenchError
             "backend": spec.backend, "status": "failed",
             "error": {"kind": getattr(error, "kind", type(error).__name__), "message": str(error),
                       "detail": error.detail},
-            "spec": spec.to_dict(), "env": None, "train": None, "infer": None, "cost": None, "warnings": []}
+            "spec": spec.to_dict(), "env": None, "train": None, "infer": None, "cost": None, "telemetry": None,
+            "warnings": []}
 
 
 class EventsFile:
