@@ -197,7 +197,7 @@ class Supervisor:
         if self.sampler is None or self.digest is None:
             return switched_off("telemetry was switched off (telemetry_period 0)" if
                                 spec_dict.get("telemetry_period") == 0 else "the run stopped before sampling began")
-        self.sampler.stop()
+        self.sampler.stop(final_sample=True)
         return self.digest.summary(measure_windows(self.phases, time.time()))
 
     # ------------------------------------------------------------------ main

@@ -43,9 +43,10 @@ def register(commands, common: argparse.ArgumentParser) -> None:
 class Screen:
     """Draws each sample: in place on a terminal (alternate screen, like top), frame after frame elsewhere."""
 
-    def __init__(self, host: str, out: TextIO) -> None:
+    def __init__(self, host: str, out: TextIO, width: int | None = None) -> None:
         self.host = host
         self.out = out
+        self.width = width  # None: the terminal's, asked at every frame (it may be resized)
         self.tty = bool(getattr(out, "isatty", lambda: False)())
         self.last: dict[str, Any] | None = None
         self._opened = False
@@ -54,7 +55,7 @@ class Screen:
         if event["type"] != "sample":
             return
         self.last = event
-        lines = render(event, self.host, shutil.get_terminal_size((100, 40)).columns)
+        lines = render(event, self.host, self._width())
         if self.tty:
             if not self._opened:
                 self.out.write("\033[?1049h\033[?25l")  # alternate screen, cursor hidden
@@ -64,13 +65,15 @@ class Screen:
             self.out.write("\n".join(lines) + "\n\n")
         self.out.flush()
 
+    def _width(self) -> int:
+        return self.width or shutil.get_terminal_size((100, 40)).columns
+
     def close(self) -> None:
         if self._opened:
             self.out.write("\033[?25h\033[?1049l")
             # Leave the last picture on the normal screen, as a record of where things stood.
             if self.last is not None:
-                self.out.write("\n".join(render(self.last, self.host, shutil.get_terminal_size((100, 40)).columns))
-                               + "\n")
+                self.out.write("\n".join(render(self.last, self.host, self._width())) + "\n")
             self.out.flush()
             self._opened = False
 

@@ -23,6 +23,15 @@ HOST_KEYS = ("cpu_pct", "cpu_per_core_pct", "mem_used", "mem_total")
 Emit = Callable[[float, Dict[str, Any]], None]
 
 
+def next_tick(tick: int, elapsed_s: float, period_s: float) -> int:
+    """The next tick to wait for after ``tick`` fired and ``elapsed_s`` have passed since the start.
+
+    Normally ``tick + 1``; after a stall, the first tick still in the future: missed ticks are
+    dropped, not fired in a burst.
+    """
+    return max(tick + 1, int(elapsed_s / period_s) + 1)
+
+
 def host_sources(period_s: float, root_pid: Optional[int] = None,
                  neuron_config: Optional[str] = None) -> List[Any]:
     """The sources this host has: neuron-monitor and nvidia-smi when installed, /proc always.
@@ -108,6 +117,7 @@ class Sampler:
         self.failure = None  # type: Optional[BaseException]
         self._broken = {}  # type: Dict[str, str]
         self._stop = threading.Event()
+        self._last_tick = 0.0
         self._thread = threading.Thread(target=self._loop, name="telemetry-sampler", daemon=True)
 
     @property
@@ -141,29 +151,44 @@ class Sampler:
         """Read every source now and merge the readings (what each tick emits)."""
         return merge(self._readings(), self.period_s)
 
+    def _emit(self, period_s: float) -> bool:
+        stamp = time.time()
+        sample = self.sample()
+        sample["period_s"] = period_s
+        try:
+            self.emit(stamp, sample)
+        except Exception as exc:
+            self.failure = exc
+            return False
+        self.count += 1
+        self._last_tick = time.monotonic()
+        return True
+
     def _loop(self) -> None:
-        origin = time.monotonic()
+        origin = self._last_tick = time.monotonic()
         tick = 1
         while not self._stop.wait(max(0.0, origin + tick * self.period_s - time.monotonic())):
-            stamp = time.time()
-            try:
-                self.emit(stamp, self.sample())
-            except Exception as exc:
-                self.failure = exc
+            if not self._emit(self.period_s):
                 return
-            self.count += 1
-            # The next deadline still to come: ticks missed during a stall are dropped, not caught up.
-            tick = max(tick + 1, int((time.monotonic() - origin) / self.period_s) + 1)
+            tick = next_tick(tick, time.monotonic() - origin, self.period_s)
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Block until sampling has stopped (emit failed, or ``stop``); True if it has."""
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
-    def stop(self) -> None:
-        """Stop sampling and the tools; idempotent."""
+    def stop(self, final_sample: bool = False) -> None:
+        """Stop sampling and the tools; idempotent.
+
+        Args:
+            final_sample: first emit one more sample covering the time since the last tick (its
+                ``period_s`` says how long), so a run's timeline reaches the end of its workload.
+        """
+        running = self._thread.is_alive()
         self._stop.set()
-        if self._thread.is_alive():
+        if running:
             self._thread.join()
+            if final_sample and self.failure is None:
+                self._emit(round(time.monotonic() - self._last_tick, 6))
         for source in self.sources:
             source.stop()
