@@ -130,10 +130,10 @@ def monitor(out: IO[bytes], period: float, duration: Optional[float]) -> int:
     from remote_agent.monitor.sampler import Sampler, host_sources
 
     problem = check_telemetry_period(period)
-    if problem is None and duration is not None and not duration > 0:
-        problem = "--duration must be a positive number of seconds, not %g" % duration
-    elif problem is not None:
+    if problem is not None:
         problem = "--period " + problem
+    elif duration is not None and not duration > 0:
+        problem = "--duration must be a positive number of seconds, not %g" % duration
     if problem:
         return _refuse(out, None, problem)
     log = EventLog(out)

@@ -102,6 +102,7 @@ class Supervisor:
         self.phases: List[Dict[str, Any]] = []
         self.sampler: Optional[Sampler] = None
         self.digest: Optional[TelemetryDigest] = None
+        self.telemetry_off = "the run stopped before sampling began"
 
     # ---------------------------------------------------------------- signals
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -180,23 +181,29 @@ class Supervisor:
     def start_telemetry(self, spec: RunSpec) -> None:
         """Sample the host from now until the workload ends: setup, compile, warm-up and measure."""
         if not spec.telemetry_period:
+            self.telemetry_off = "telemetry was switched off (telemetry_period 0)"
             return
-        # The workload is everything this supervisor starts (torchrun, workers, data loaders).
-        sources = host_sources(spec.telemetry_period, root_pid=os.getpid(), neuron_config=self.run.monitor_config)
-        self.digest = TelemetryDigest(spec.telemetry_period, [source.name for source in sources])
-        self.sampler = Sampler(sources, spec.telemetry_period, self._on_sample)
-        self.sampler.start()
+        try:
+            # The workload is everything this supervisor starts (torchrun, workers, data loaders).
+            sources = host_sources(spec.telemetry_period, root_pid=os.getpid(),
+                                   neuron_config=self.run.monitor_config)
+            self.digest = TelemetryDigest(spec.telemetry_period, [source.name for source in sources])
+            self.sampler = Sampler(sources, spec.telemetry_period, self._on_sample)
+            self.sampler.start()
+        except Exception as exc:  # telemetry is an extra: its failure must not cost the benchmark
+            self.sampler = None
+            self.telemetry_off = "telemetry could not start: %s: %s" % (type(exc).__name__, exc)
+            self.events.emit("log", level="warning", message=self.telemetry_off)
 
     def _on_sample(self, t: float, sample: Dict[str, Any]) -> None:
         self.events.emit("sample", t=t, **sample)
         assert self.digest is not None
         self.digest.add(t, sample)
 
-    def stop_telemetry(self, spec_dict: Dict[str, Any]) -> Dict[str, Any]:
+    def stop_telemetry(self) -> Dict[str, Any]:
         """Stop sampling; the Result's telemetry block."""
         if self.sampler is None or self.digest is None:
-            return switched_off("telemetry was switched off (telemetry_period 0)" if
-                                spec_dict.get("telemetry_period") == 0 else "the run stopped before sampling began")
+            return switched_off(self.telemetry_off)
         self.sampler.stop(final_sample=True)
         return self.digest.summary(measure_windows(self.phases, time.time()))
 
@@ -251,7 +258,7 @@ class Supervisor:
                           "detail": traceback.format_exc()}
             self.events.emit("error", **self.error)
         finally:
-            telemetry = self.stop_telemetry(spec_dict)
+            telemetry = self.stop_telemetry()
             self.events.emit("phase", name="teardown", state="start")
             result = compose_result(self.run.run_id, spec_dict, env, status, self.error, backend, train, infer,
                                     self.warnings, telemetry)

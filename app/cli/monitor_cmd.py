@@ -1,8 +1,9 @@
 """``neuronbench monitor --host HOST [--duration S] [--period S] [--json]``: neuron-top for any host.
 
 The agent's ``monitor`` command samples the host (neuron-monitor, nvidia-smi,
-/proc) and streams ``sample`` events; this draws the newest one, redrawn in
-place on a terminal, or passes them on as JSON Lines with ``--json``.
+/proc) and streams ``sample`` events (app.services.monitor); this draws the
+newest one, redrawn in place on a terminal, or passes them on as JSON Lines
+with ``--json``.
 """
 from __future__ import annotations
 
@@ -14,17 +15,9 @@ from typing import Any, TextIO
 
 from app.cli.hosts_resolve import transport_for
 from app.cli.monitor_view import render
-from app.core.errors import AgentError, BadSpecError
 from app.paths import AppPaths
-from app.services.session import EventStream
-from remote_agent.protocol import (
-    TELEMETRY_MAX_PERIOD_S,
-    TELEMETRY_MIN_PERIOD_S,
-    TELEMETRY_PERIOD_S,
-    check_telemetry_period,
-)
-
-STOP_WAIT_S = 3.0
+from app.services.monitor import MonitorSession
+from remote_agent.protocol import TELEMETRY_MAX_PERIOD_S, TELEMETRY_MIN_PERIOD_S, TELEMETRY_PERIOD_S
 
 
 def register(commands, common: argparse.ArgumentParser) -> None:
@@ -93,39 +86,15 @@ class JsonLines:
         """Nothing to restore."""
 
 
-def _agent_args(args: argparse.Namespace) -> list[str]:
-    problem = check_telemetry_period(args.period)
-    if problem:
-        raise BadSpecError(f"--period {problem}")
-    argv = ["monitor", "--period", repr(float(args.period))]
-    if args.duration is not None:
-        if not args.duration > 0:
-            raise BadSpecError(f"--duration must be a positive number of seconds, not {args.duration:g}")
-        argv += ["--duration", repr(float(args.duration))]
-    return argv
-
-
 def handle(args: argparse.Namespace) -> int:
-    argv = _agent_args(args)
     transport = transport_for(args.host, AppPaths.resolve(args.data_dir))
     view = JsonLines(sys.stdout) if args.json else Screen(transport.host, sys.stdout)
-    process = transport.start(argv)
-    stream = EventStream(process, transport.host, view)
+    session = MonitorSession(transport, args.period, args.duration, on_event=view)
     try:
-        stream.pump()
+        session.run()
     except KeyboardInterrupt:
-        # Ctrl-C is how a watch ends.  A local agent got the SIGINT too and stops by itself;
-        # a remote one stops when its stdout closes.
-        if process.wait(timeout=STOP_WAIT_S) is None:
-            process.kill()
-        return 0
+        session.stop()  # Ctrl-C is how a watch ends
     finally:
         view.close()
         transport.close()
-    error = stream.first("error")
-    if error is not None:
-        raise AgentError(f"monitor on {transport.host}: {error['message']}", detail=error.get("detail", ""),
-                         kind=error.get("kind", "runtime"))
-    if stream.end is None:
-        raise stream.died_error("the monitor ended")
     return 0

@@ -19,6 +19,7 @@ from remote_agent.monitor.procfs import ProcfsSource
 from remote_agent.probe.commands import NEURON_BIN_DIR, find_tool
 
 HOST_KEYS = ("cpu_pct", "cpu_per_core_pct", "mem_used", "mem_total")
+FINAL_SAMPLE_MIN = 0.25  # of a period
 
 Emit = Callable[[float, Dict[str, Any]], None]
 
@@ -136,32 +137,31 @@ class Sampler:
     def _readings(self) -> List[Tuple[str, Dict[str, Any]]]:
         readings = []
         for source in self.sources:
-            if source.name in self._broken:
-                reading = {"missing": {"devices": self._broken[source.name]}}  # type: Dict[str, Any]
-            else:
+            why = self._broken.get(source.name)
+            if why is None:
                 try:
-                    reading = source.read()
+                    readings.append((source.name, source.read()))
+                    continue
                 except Exception as exc:  # a format we did not foresee must not end the run's telemetry
-                    reading = {"missing": {source.name: "reading %s failed: %s: %s"
-                                           % (source.name, type(exc).__name__, exc)}}
-            readings.append((source.name, reading))
+                    why = "reading %s failed: %s: %s" % (source.name, type(exc).__name__, exc)
+            # What this source would have given is null, with the reason.
+            keys = ["host." + key for key in HOST_KEYS] + ["process"] if source.name == ProcfsSource.name \
+                else ["devices"]
+            readings.append((source.name, {"missing": dict.fromkeys(keys, why)}))
         return readings
 
-    def sample(self) -> Dict[str, Any]:
+    def sample(self, period_s: Optional[float] = None) -> Dict[str, Any]:
         """Read every source now and merge the readings (what each tick emits)."""
-        return merge(self._readings(), self.period_s)
+        return merge(self._readings(), self.period_s if period_s is None else period_s)
 
     def _emit(self, period_s: float) -> bool:
-        stamp = time.time()
-        sample = self.sample()
-        sample["period_s"] = period_s
+        stamp, self._last_tick = time.time(), time.monotonic()
         try:
-            self.emit(stamp, sample)
+            self.emit(stamp, self.sample(period_s))
         except Exception as exc:
             self.failure = exc
             return False
         self.count += 1
-        self._last_tick = time.monotonic()
         return True
 
     def _loop(self) -> None:
@@ -188,7 +188,9 @@ class Sampler:
         self._stop.set()
         if running:
             self._thread.join()
-            if final_sample and self.failure is None:
-                self._emit(round(time.monotonic() - self._last_tick, 6))
+            since = time.monotonic() - self._last_tick
+            # A sliver of a period would give CPU shares of a handful of clock ticks: not worth a sample.
+            if final_sample and self.failure is None and since >= FINAL_SAMPLE_MIN * self.period_s:
+                self._emit(round(since, 6))
         for source in self.sources:
             source.stop()
