@@ -75,9 +75,10 @@ def steady(times, warmup, compiled=()):
     return after[last_slow + 1:]
 
 
-def run_agent(paths, model, model_args, batch, steps, warmup, backend):
+def run_agent(paths, model, model_args, batch, steps, warmup, backend, **spec_fields):
+    """Steady step times of one run through the full product path (``spec_fields``: more RunSpec fields)."""
     spec = RunSpec(workload="train", model=model, model_args=model_args, batch_sizes=(batch,), steps=steps,
-                   warmup=warmup, backend=backend, workers=0)
+                   warmup=warmup, backend=backend, workers=0, **spec_fields)
     events = []
     result = RunSession(LocalTransport(paths), spec, on_event=events.append).run()
     assert result["status"] == "ok", result["error"]

@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--backend", choices=("cpu", "xla"), default="cpu")
+    parser.add_argument("--stamps", action="store_true",
+                        help="print [[wall-clock end, step time], ...] instead (telemetry_overhead.py)")
     args = parser.parse_args()
     model_args = json.loads(args.model_args)
 
@@ -57,7 +59,7 @@ def main() -> None:
     model = model.to(device).train()
     optimizer = torch.optim.Adam(model.parameters())
     loss_fn = torch.nn.CrossEntropyLoss()
-    times = []
+    times, ends = [], []
     end = time.perf_counter()
     for images, labels in loader:
         images, labels = images.to(device), labels.to(device)
@@ -72,8 +74,9 @@ def main() -> None:
         loss.item()
         now = time.perf_counter()
         times.append(now - end)
+        ends.append(time.time())
         end = now
-    print(json.dumps(times))
+    print(json.dumps([list(pair) for pair in zip(ends, times, strict=True)] if args.stamps else times))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""``python agent.pyz probe|run|attach|cancel`` (and the internal ``_supervise``/``_worker``)."""
+"""``python agent.pyz probe|run|attach|cancel|monitor`` (and the internal ``_supervise``/``_worker``)."""
 from __future__ import annotations
 
 import os
 import sys
 from types import SimpleNamespace
 from typing import Any, List, Optional
+
+from remote_agent.protocol import TELEMETRY_PERIOD_S
 
 
 def _parser() -> Any:
@@ -21,6 +23,9 @@ def _parser() -> Any:
     attach.add_argument("--from-seq", type=int, default=1)
     cancel = commands.add_parser("cancel", help="stop a run and every process it started")
     cancel.add_argument("run_id")
+    monitor = commands.add_parser("monitor", help="stream the host's telemetry (sample events) until stopped")
+    monitor.add_argument("--period", type=float, default=TELEMETRY_PERIOD_S, help="seconds between samples")
+    monitor.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     return parser
 
 
@@ -78,6 +83,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return runner.run(sys.stdin.read(), args.run_id, out)
         if args.command == "attach":
             return runner.attach(args.run_id, args.from_seq, out)
+        if args.command == "monitor":
+            return runner.monitor(out, args.period, args.duration)
         return runner.cancel(args.run_id)
     except BrokenPipeError:
         # The app went away (a dropped connection): the run itself goes on.

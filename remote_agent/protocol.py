@@ -164,6 +164,11 @@ WORKLOADS = ("train", "infer")
 BACKENDS = ("auto", "neuron", "xla", "cuda", "cpu")
 PRECISIONS = ("fp32", "bf16")
 DEFAULT_MODEL = "vit_base_patch16_224"
+# Telemetry sampling period (seconds): neuron-top's default cadence, and the fastest
+# that neuron-monitor and /proc tick counts (100 Hz) still read meaningfully.
+TELEMETRY_PERIOD_S = 1.0
+TELEMETRY_MIN_PERIOD_S = 0.2
+TELEMETRY_MAX_PERIOD_S = 60.0
 # timm names (with an optional .pretrained_tag) and hf-hub ids: letters, digits, _ . - / :
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/:]{0,199}$")
 _MODEL_ARG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -216,6 +221,10 @@ class RunSpec:
         "NEURON_RT_STOCHASTIC_ROUNDING_EN=1 (recommended with bf16 on Neuron)"))
     compile_cache: str = field(default="", metadata=_help(
         "Neuron compile cache directory (default /var/tmp/neuron-compile-cache)"))
+    telemetry_period: float = field(default=TELEMETRY_PERIOD_S, metadata=_help(
+        "seconds between telemetry samples (NeuronCore/GPU utilisation and memory, host CPU and memory), "
+        "%g to %g; 0 switches sampling off" % (TELEMETRY_MIN_PERIOD_S, TELEMETRY_MAX_PERIOD_S),
+        "--telemetry-period"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batch_sizes", tuple(self.batch_sizes))
@@ -276,6 +285,8 @@ class RunSpec:
              "neuron_cc_flags must be one line of text")
         need(isinstance(self.compile_cache, str) and "\n" not in self.compile_cache, "compile_cache",
              "compile_cache must be a path")
+        need(check_telemetry_period(self.telemetry_period, allow_off=True) is None, "telemetry_period",
+             "telemetry_period %s" % check_telemetry_period(self.telemetry_period, allow_off=True))
 
     @property
     def batch_size(self) -> int:
@@ -301,6 +312,18 @@ class RunSpec:
     def field_help(cls) -> Dict[str, Dict[str, str]]:
         """Help text and CLI flag per field: feeds ``--help`` and GUI tooltips."""
         return {f.name: dict(f.metadata) for f in fields(cls)}
+
+
+def check_telemetry_period(period: Any, allow_off: bool = False) -> Optional[str]:
+    """What is wrong with a sampling period (the end of a sentence), or None if it is usable."""
+    if isinstance(period, bool) or not isinstance(period, (int, float)) or not math.isfinite(period):
+        return "must be a number of seconds, not %r" % (period,)
+    if allow_off and period == 0:
+        return None
+    if not TELEMETRY_MIN_PERIOD_S <= period <= TELEMETRY_MAX_PERIOD_S:
+        return "must be between %g and %g seconds%s, not %g" % (
+            TELEMETRY_MIN_PERIOD_S, TELEMETRY_MAX_PERIOD_S, " (or 0: off)" if allow_off else "", period)
+    return None
 
 
 def _is_json_literal(value: Any) -> bool:

@@ -70,6 +70,11 @@ class RunDir:
         return os.path.join(self.path, "agent.log")
 
     @property
+    def monitor_config(self) -> str:
+        """The neuron-monitor config the run's telemetry used (its period is the run's)."""
+        return os.path.join(self.path, "neuron-monitor.json")
+
+    @property
     def pid_file(self) -> str:
         return os.path.join(self.path, "supervisor.pid")
 

@@ -1,4 +1,4 @@
-"""The agent's subcommands that talk to the app: ``probe``, ``run``, ``attach``, ``cancel``."""
+"""The agent's subcommands that talk to the app: ``probe``, ``run``, ``attach``, ``cancel``, ``monitor``."""
 from __future__ import annotations
 
 import json
@@ -6,14 +6,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from typing import IO, Optional
+from typing import IO, Any, Optional
 
 from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.follow import follow
 from remote_agent.launch import agent_command, child_env
 from remote_agent.orphan import ENV_RUN_ID, run_processes, signal_all
-from remote_agent.protocol import RunSpec, SpecError, check_run_id, new_run_id
+from remote_agent.protocol import RunSpec, SpecError, check_run_id, check_telemetry_period, new_run_id
 from remote_agent.rundir import RunDir, remove_old_runs, supervisor_alive, supervisor_pid, tail_text, write_pid_file
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_AGENT_DIED = 0, 2, 3
@@ -175,4 +176,51 @@ def cancel(run_id: str, grace_s: float = 15.0) -> int:
             sys.stderr.write("run %s: processes %s survived SIGKILL\n" % (run_id, run_processes(run_id)))
             return EXIT_AGENT_DIED
     sys.stderr.write("run %s cancelled; no process of it is left\n" % run_id)
+    return EXIT_OK
+
+
+def monitor(out: IO[bytes], period: float, duration: Optional[float]) -> int:
+    """hello, a ``sample`` every ``period`` seconds, end: neuron-top for the app.
+
+    Stops after ``duration`` seconds, on SIGTERM/SIGINT/SIGHUP (the app or the SSH
+    session went away), or when stdout is closed.
+    """
+    from remote_agent.monitor.sampler import Sampler, host_sources
+
+    problem = check_telemetry_period(period)
+    if problem is not None:
+        problem = "--period " + problem
+    elif duration is not None and not duration > 0:
+        problem = "--duration must be a positive number of seconds, not %g" % duration
+    if problem:
+        return _refuse(out, None, problem)
+    log = EventLog(out)
+    _hello(log, None)
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: Any) -> None:
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, on_signal)
+    sampler = Sampler(host_sources(period), period, lambda t, sample: log.emit("sample", t=t, **sample))
+    sampler.start()  # from the main thread: the tools it starts die with this process
+    deadline = None if duration is None else time.monotonic() + duration
+    try:
+        while not stop.wait(0.1):
+            if sampler.wait(0) or (deadline is not None and time.monotonic() >= deadline):
+                break
+    finally:
+        sampler.stop()
+    if isinstance(sampler.failure, OSError):
+        # stdout is gone (the reader closed it): nobody is left to tell, and Python's own flush at
+        # exit must not fail on the closed pipe either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    if sampler.failure is not None:
+        log.emit("error", kind="internal", message="telemetry sampling failed: %s: %s"
+                 % (type(sampler.failure).__name__, sampler.failure), detail="")
+        log.emit("end", status="failed")
+        return EXIT_AGENT_DIED
+    log.emit("end", status="ok")
     return EXIT_OK

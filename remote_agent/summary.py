@@ -66,7 +66,8 @@ def summarize_infer(size: Dict[str, Any]) -> Dict[str, Any]:
 def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, Any]], status: str,
                    error: Optional[Dict[str, Any]], backend: Optional[Dict[str, Any]],
                    train: Optional[Dict[str, Any]], infer: Optional[List[Dict[str, Any]]],
-                   warnings: List[str]) -> Dict[str, Any]:
+                   warnings: List[str], telemetry: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The Result JSON (DESIGN.md §4); ``telemetry`` is remote_agent.monitor.digest's block."""
     return {
         "schema": RESULT_SCHEMA,
         "run_id": run_id,
@@ -81,5 +82,6 @@ def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, An
         "train": train,
         "infer": infer,
         "cost": None,
+        "telemetry": telemetry,
         "warnings": warnings,
     }

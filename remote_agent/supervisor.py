@@ -20,6 +20,8 @@ from typing import Any, Dict, List, Optional
 from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.follow import Backoff, LineReader
 from remote_agent.launch import agent_command, child_env, torchrun_command
+from remote_agent.monitor.digest import TelemetryDigest, measure_windows, switched_off
+from remote_agent.monitor.sampler import Sampler, host_sources
 from remote_agent.orphan import ENV_PARENT_PID
 from remote_agent.protocol import RunSpec
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
@@ -95,6 +97,10 @@ class Supervisor:
         self.warnings: List[str] = []
         self.proc: Optional[subprocess.Popen] = None
         self._readers: Dict[str, LineReader] = {}
+        self.phases: List[Dict[str, Any]] = []
+        self.sampler: Optional[Sampler] = None
+        self.digest: Optional[TelemetryDigest] = None
+        self.telemetry_off = "the run stopped before sampling began"
 
     # ---------------------------------------------------------------- signals
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -127,6 +133,8 @@ class Supervisor:
         event.pop("v", None)
         if type_ == "step":
             self.steps.append(event)
+        elif type_ == "phase":
+            self.phases.append(dict(event, t=time.time() if t is None else t))
         elif type_ == "error" and self.error is None:
             self.error = event
         self.events.emit(type_, t=t, **event)
@@ -171,6 +179,36 @@ class Supervisor:
                 "message": "the workload process stopped before finishing: %s" % hint,
                 "detail": tail_text(self.run.stderr_log)}
 
+    # ------------------------------------------------------------- telemetry
+    def start_telemetry(self, spec: RunSpec) -> None:
+        """Sample the host from now until the workload ends: setup, compile, warm-up and measure."""
+        if not spec.telemetry_period:
+            self.telemetry_off = "telemetry was switched off (telemetry_period 0)"
+            return
+        try:
+            # The workload is everything this supervisor starts (torchrun, workers, data loaders).
+            sources = host_sources(spec.telemetry_period, root_pid=os.getpid(),
+                                   neuron_config=self.run.monitor_config)
+            self.digest = TelemetryDigest(spec.telemetry_period, [source.name for source in sources])
+            self.sampler = Sampler(sources, spec.telemetry_period, self._on_sample)
+            self.sampler.start()
+        except Exception as exc:  # telemetry is an extra: its failure must not cost the benchmark
+            self.sampler = None
+            self.telemetry_off = "telemetry could not start: %s: %s" % (type(exc).__name__, exc)
+            self.events.emit("log", level="warning", message=self.telemetry_off)
+
+    def _on_sample(self, t: float, sample: Dict[str, Any]) -> None:
+        self.events.emit("sample", t=t, **sample)
+        assert self.digest is not None
+        self.digest.add(t, sample)
+
+    def stop_telemetry(self) -> Dict[str, Any]:
+        """Stop sampling; the Result's telemetry block."""
+        if self.sampler is None or self.digest is None:
+            return switched_off(self.telemetry_off)
+        self.sampler.stop(final_sample=True)
+        return self.digest.summary(measure_windows(self.phases, time.time()))
+
     # ------------------------------------------------------------------ main
     def _spec_for_hello(self) -> Optional[Dict[str, Any]]:
         try:
@@ -214,6 +252,7 @@ class Supervisor:
 
             env = collect_env()
             self.events.emit("probe", env=env)
+            self.start_telemetry(spec)
             self.events.emit("phase", name="setup", state="end")
             sizes: List[Dict[str, Any]] = []
             worker: Dict[str, Any] = {}
@@ -243,9 +282,10 @@ class Supervisor:
                           "detail": traceback.format_exc()}
             self.events.emit("error", **self.error)
         finally:
+            telemetry = self.stop_telemetry()
             self.events.emit("phase", name="teardown", state="start")
             result = compose_result(self.run.run_id, spec_dict, env, status, self.error, backend, train, infer,
-                                    self.warnings)
+                                    self.warnings, telemetry)
             self.events.emit("result", result=result)
             self.events.emit("phase", name="teardown", state="end")
             self.events.emit("end", status=status)

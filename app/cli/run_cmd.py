@@ -50,6 +50,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     neuron.add_argument("--compile-cache", metavar="DIR", help=_HELP["compile_cache"])
     neuron.add_argument("--no-stochastic-rounding", dest="stochastic_rounding", action="store_false", default=None,
                         help="leave NEURON_RT_STOCHASTIC_ROUNDING_EN unset")
+    p.add_argument("--telemetry-period", type=float, metavar="S", help=_HELP["telemetry_period"])
     p.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="run N times, each in fresh processes; report the median and a bootstrap 95%% interval")
     p.add_argument("--json", action="store_true", help="print the Result JSON list on stdout")
@@ -78,7 +79,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
                       batch_sizes=batch_sizes, steps=args.steps, warmup=args.warmup, duration=args.duration,
                       min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers,
                       neuron_cc_flags=args.neuron_cc_flags, compile_cache=args.compile_cache,
-                      stochastic_rounding=args.stochastic_rounding)
+                      stochastic_rounding=args.stochastic_rounding,
+                      telemetry_period=args.telemetry_period)
 
 
 class EventsFile:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.cli.monitor_view import size_text
 from app.core.specs import spec_summary
 
 GIB = 1024 ** 3
@@ -88,9 +89,45 @@ def format_result(result: dict[str, Any]) -> str:
                          f"{_num(lat.get('mean'), '.2f'):>8} {_num(row.get('throughput_per_s'), '.1f'):>10}")
         if any(not row.get("p99_reliable", True) for row in infer):
             lines.append("  * p99 from fewer than 100 requests: rough")
+    lines += format_telemetry(result.get("telemetry"))
     for warning in result.get("warnings") or []:
         lines.append(f"  warning: {warning}")
     return "\n".join(lines)
+
+
+_DEVICE_NAMES = {"neuroncore": "NeuronCore", "gpu": "GPU", "cpu": "CPU"}
+
+
+def format_telemetry(telemetry: dict[str, Any] | None) -> list[str]:
+    """Utilisation during the measure phase and memory peaks, in two lines."""
+    if not telemetry:
+        return []
+    missing = telemetry.get("missing") or {}
+    measure, peak = telemetry.get("measure"), telemetry.get("peak")
+    lines = []
+    if measure:
+        devices = [d for d in measure.get("devices") or [] if d.get("util_mean_pct") is not None]
+        if devices:
+            means = [d["util_mean_pct"] for d in devices]
+            p95 = max(d["util_p95_pct"] for d in devices if d.get("util_p95_pct") is not None)
+            kinds = "/".join(sorted({_DEVICE_NAMES.get(d.get("kind"), str(d.get("kind"))) for d in devices}))
+            spread = f"; per device {min(means):.1f}–{max(means):.1f}%" if len(devices) > 1 else ""
+            lines.append(f"  utilisation mean {sum(means) / len(means):.1f}% while measuring, p95 {p95:.1f}% "
+                         f"({len(devices)} {kinds}{'s' if len(devices) > 1 else ''}{spread})")
+        else:
+            lines.append("  utilisation N/A (no device figure was read while measuring)")
+    else:
+        lines.append(f"  utilisation N/A: {missing.get('measure', 'not sampled')}")
+    if peak:
+        accelerators = [d for d in peak.get("devices") or [] if d.get("kind") != "cpu"]
+        device = ""
+        if accelerators:  # a CPU host's "device" memory is the host's: said once, below
+            fullest = max((d.get("mem_used") or 0 for d in accelerators), default=0)
+            device = f"device {size_text(peak.get('device_mem_used'))}" + (
+                f" ({size_text(fullest)} on the fullest) · " if len(accelerators) > 1 else " · ")
+        lines.append(f"  peak memory {device}host {size_text(peak.get('host_mem_used'))} of "
+                     f"{size_text(peak.get('host_mem_total'))} · workload RSS {size_text(peak.get('process_rss'))}")
+    return lines
 
 
 def format_repeats(rows: list[dict[str, Any]]) -> str:

@@ -42,4 +42,5 @@ def failed_result(host: str, spec_dict: dict[str, Any], run_id: str, error: Exce
             "backend": spec_dict.get("backend"), "status": "failed",
             "error": {"kind": getattr(error, "kind", type(error).__name__), "message": str(error),
                       "detail": getattr(error, "detail", "")},
-            "spec": spec_dict, "env": None, "train": None, "infer": None, "cost": None, "warnings": []}
+            "spec": spec_dict, "env": None, "train": None, "infer": None, "cost": None, "telemetry": None,
+            "warnings": []}

@@ -32,8 +32,13 @@ class AgentBundle:
         return self.path.name
 
 
+# What the agent is made of: its modules, and the data files it reads with pkgutil.get_data
+# (remote_agent/monitor/neuron-monitor.json, the neuron-monitor config template).
+AGENT_FILE_SUFFIXES = (".py", ".json")
+
+
 def _agent_sources() -> list[tuple[str, bytes]]:
-    """(archive name, bytes) of every .py file of the remote_agent package, through importlib.resources."""
+    """(archive name, bytes) of every source and data file of the remote_agent package, via importlib.resources."""
     found: list[tuple[str, bytes]] = []
 
     def walk(node, prefix: str) -> None:
@@ -43,7 +48,7 @@ def _agent_sources() -> list[tuple[str, bytes]]:
             name = f"{prefix}/{child.name}"
             if child.is_dir():
                 walk(child, name)
-            elif child.name.endswith(".py"):
+            elif child.name.endswith(AGENT_FILE_SUFFIXES):
                 found.append((name, child.read_bytes()))
 
     walk(resources.files("remote_agent"), "remote_agent")

@@ -11,14 +11,14 @@ ARGS = ["--query-gpu=" + QUERY, "--format=csv,noheader,nounits"]
 _MIB = 1024 * 1024
 
 
-def _value(text: str) -> Optional[str]:
+def field_text(text: str) -> Optional[str]:
     # nvidia-smi writes "[N/A]" or "[Not Supported]" for a field it cannot read.
     text = text.strip()
     return None if not text or text.startswith("[") else text
 
 
 def _number(text: str) -> Optional[int]:
-    value = _value(text)
+    value = field_text(text)
     try:
         return int(float(value)) if value is not None else None
     except ValueError:
@@ -49,9 +49,9 @@ def parse_query(text: str) -> List[Dict[str, Any]]:
         if position is None:
             raise ValueError("line %d: GPU index %r is not a number" % (number, index.strip()[:40]))
         mib = _number(memory)
-        gpus.append({"kind": "gpu", "index": position, "name": _value(name),
+        gpus.append({"kind": "gpu", "index": position, "name": field_text(name),
                      "memory_bytes": mib * _MIB if mib is not None else None,
-                     "driver": _value(driver), "uuid": _value(uuid)})
+                     "driver": field_text(driver), "uuid": field_text(uuid)})
     return gpus
 
 

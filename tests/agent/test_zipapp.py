@@ -24,11 +24,16 @@ def test_the_bundle_is_named_by_its_content_hash(bundle, tmp_path):
     assert again.sha256 == bundle.sha256 and again.name == bundle.name
 
 
-def test_the_bundle_holds_the_agent_sources_only(bundle):
-    names = zipfile.ZipFile(bundle.path).namelist()
+def test_the_bundle_holds_the_agent_sources_and_its_data_only(bundle):
+    archive = zipfile.ZipFile(bundle.path)
+    names = archive.namelist()
     assert "__main__.py" in names and "remote_agent/protocol.py" in names
     assert all(n == "__main__.py" or n.startswith("remote_agent/") for n in names)
-    assert not any("__pycache__" in n or not n.endswith(".py") for n in names)
+    assert not any("__pycache__" in n for n in names)
+    # The one data file: neuron-monitor's config template, read with pkgutil inside the zipapp.
+    assert [n for n in names if not n.endswith(".py")] == ["remote_agent/monitor/neuron-monitor.json"]
+    config = json.loads(archive.read("remote_agent/monitor/neuron-monitor.json"))
+    assert [m["type"] for m in config["system_metrics"]] == ["vcpu_usage", "memory_info", "neuron_hw_counters"]
 
 
 def _probe(python_args, bundle):

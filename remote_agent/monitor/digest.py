@@ -1,0 +1,141 @@
+"""A run's samples condensed into the Result's ``telemetry`` block.
+
+Utilisation is summarised over the measure phase(s) only (compile and warm-up
+would drag the mean down); memory peaks over the whole run, since compiling
+and loading are where memory runs out.  The digest keeps only the figures it
+needs per sample, so an hours-long run on 64 NeuronCores stays small.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from remote_agent.stats import percentile
+
+DeviceKey = Tuple[str, int]
+Window = Tuple[float, float]
+
+
+def _max(current: Optional[int], value: Any) -> Optional[int]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return current
+    return value if current is None or value > current else current
+
+
+def _mean(values: Sequence[float]) -> Optional[float]:
+    return sum(values) / len(values) if values else None
+
+
+class TelemetryDigest:
+    """Feed it every sample payload of a run (``add``), then ask for the block (``summary``)."""
+
+    def __init__(self, period_s: float, sources: List[str]) -> None:
+        self.period_s = period_s
+        self.sources = list(sources)
+        self.count = 0
+        self._order = []  # type: List[DeviceKey]
+        # Per sample: (mid-time of the period it covers, {device: util}, host cpu, workload cpu).
+        self._series = []  # type: List[Tuple[float, Dict[DeviceKey, float], Optional[float], Optional[float]]]
+        self._mem_peak = {}  # type: Dict[DeviceKey, Optional[int]]
+        self._mem_total = {}  # type: Dict[DeviceKey, Optional[int]]
+        self._util_missing = {}  # type: Dict[DeviceKey, str]
+        self._device_mem_peak = None  # type: Optional[int]
+        self._host_mem_peak = None  # type: Optional[int]
+        self._host_mem_total = None  # type: Optional[int]
+        self._rss_peak = None  # type: Optional[int]
+
+    def add(self, t: float, sample: Dict[str, Any]) -> None:
+        """Take one sample (the ``sample`` event's payload, stamped ``t``)."""
+        self.count += 1
+        utils = {}  # type: Dict[DeviceKey, float]
+        mems = []  # type: List[Any]
+        for device in sample.get("devices") or []:
+            key = (str(device.get("kind")), int(device.get("index", 0)))
+            if key not in self._mem_peak:
+                self._order.append(key)
+                self._mem_peak[key] = None
+            util = device.get("util_pct")
+            if isinstance(util, (int, float)) and not isinstance(util, bool):
+                utils[key] = float(util)
+            else:
+                reason = (sample.get("missing") or {}).get("devices.%d.util_pct" % key[1])
+                self._util_missing[key] = reason or (sample.get("missing") or {}).get("devices", "not read")
+            self._mem_peak[key] = _max(self._mem_peak[key], device.get("mem_used"))
+            self._mem_total[key] = _max(self._mem_total.get(key), device.get("mem_total"))
+            mems.append(device.get("mem_used"))
+        if mems and all(isinstance(m, int) and not isinstance(m, bool) for m in mems):
+            self._device_mem_peak = _max(self._device_mem_peak, sum(mems))
+        host = sample.get("host") or {}
+        self._host_mem_peak = _max(self._host_mem_peak, host.get("mem_used"))
+        self._host_mem_total = _max(self._host_mem_total, host.get("mem_total"))
+        process = sample.get("process") or {}
+        self._rss_peak = _max(self._rss_peak, process.get("rss"))
+        period = sample.get("period_s") or self.period_s
+        # A sample describes the period before it: it counts for a window when that period's middle lies inside.
+        self._series.append((t - period / 2.0, utils, host.get("cpu_pct"), process.get("cpu_pct")))
+
+    def _measure(self, windows: List[Window], missing: Dict[str, str]) -> Optional[Dict[str, Any]]:
+        if not windows:
+            missing["measure"] = "the run reached no measure phase"
+            return None
+        inside = [s for s in self._series if any(start <= s[0] <= end for start, end in windows)]
+        seconds = sum(end - start for start, end in windows)
+        if not inside:
+            missing["measure"] = ("no sample covers the measure phase (%.2f s in all, sampled every %g s): "
+                                  "measure longer (more --steps or --duration) or sample more often"
+                                  % (seconds, self.period_s))
+            return None
+        devices = []
+        for key in self._order:
+            values = [s[1][key] for s in inside if key in s[1]]
+            if not values:
+                missing["measure.devices.%d.util_pct" % key[1]] = self._util_missing.get(key, "not read")
+            devices.append({"index": key[1], "kind": key[0], "util_mean_pct": _mean(values),
+                            "util_p95_pct": percentile(values, 95), "samples": len(values)})
+        host = [s[2] for s in inside if isinstance(s[2], (int, float))]
+        process = [s[3] for s in inside if isinstance(s[3], (int, float))]
+        return {"windows": len(windows), "seconds": seconds, "samples": len(inside), "devices": devices,
+                "host_cpu_mean_pct": _mean(host), "process_cpu_mean_pct": _mean(process)}
+
+    def summary(self, windows: List[Window]) -> Dict[str, Any]:
+        """The ``telemetry`` block: utilisation over ``windows`` (the measure phases), peaks over the run."""
+        missing = {}  # type: Dict[str, str]
+        block = {"sources": self.sources, "period_s": self.period_s, "samples": self.count,
+                 "measure": None, "peak": None, "missing": missing}  # type: Dict[str, Any]
+        if not self.count:
+            missing["measure"] = missing["peak"] = "no sample was taken (the run ended within the first period)"
+            return block
+        block["measure"] = self._measure(windows, missing)
+        block["peak"] = {
+            "devices": [{"index": key[1], "kind": key[0], "mem_used": self._mem_peak[key],
+                         "mem_total": self._mem_total.get(key)} for key in self._order],
+            "device_mem_used": self._device_mem_peak, "host_mem_used": self._host_mem_peak,
+            "host_mem_total": self._host_mem_total, "process_rss": self._rss_peak,
+        }
+        for key in ("device_mem_used", "host_mem_used", "process_rss"):
+            if block["peak"][key] is None:
+                missing["peak." + key] = "no sample had this figure (see the samples' missing reasons)"
+        return block
+
+
+def switched_off(reason: str) -> Dict[str, Any]:
+    """The block of a run that sampled nothing on purpose."""
+    return {"sources": [], "period_s": 0, "samples": 0, "measure": None, "peak": None,
+            "missing": {"measure": reason, "peak": reason}}
+
+
+def measure_windows(phases: List[Dict[str, Any]], end_t: float) -> List[Window]:
+    """(start, end) of every measure phase from the run's ``phase`` events, in order.
+
+    A measure phase without its end (the worker died) runs to ``end_t``.
+    """
+    windows, open_at = [], {}  # type: List[Window], Dict[Any, float]
+    for event in phases:
+        if event.get("name") != "measure" or not isinstance(event.get("t"), (int, float)):
+            continue
+        key = event.get("batch_size")
+        if event.get("state") == "start":
+            open_at[key] = event["t"]
+        elif event.get("state") == "end" and key in open_at:
+            windows.append((open_at.pop(key), event["t"]))
+    windows.extend((start, end_t) for start in open_at.values())
+    return sorted(windows)

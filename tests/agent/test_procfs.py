@@ -1,0 +1,75 @@
+"""/proc readings: the parsers on literal kernel text, and the source on real processes."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from remote_agent.monitor.procfs import (
+    ProcfsSource,
+    busy_pct,
+    descendants,
+    parse_cpu_times,
+    parse_meminfo,
+    parse_pid_stat,
+)
+
+STAT = """cpu  100 5 50 800 40 3 2 0 0 0
+cpu0 60 5 30 380 20 2 1 0 0 0
+cpu1 40 0 20 420 20 1 1 0 0 0
+intr 12345
+ctxt 999
+"""
+
+
+def test_cpu_times_count_busy_ticks_without_idle_and_iowait():
+    total, cores = parse_cpu_times(STAT)
+    assert total == (160, 1000) and cores == [(98, 498), (62, 502)]
+    later, _ = parse_cpu_times(STAT.replace("cpu  100 5 50 800", "cpu  150 5 50 850"))
+    assert busy_pct(total, later) == 50.0  # 50 of the 100 ticks that passed were busy
+    assert busy_pct(total, total) is None  # no tick passed: unknown, not 0
+
+
+def test_meminfo_used_is_total_minus_available():
+    text = "MemTotal:       16000 kB\nMemFree:         1000 kB\nMemAvailable:    6000 kB\nCached: 4000 kB\n"
+    assert parse_meminfo(text) == (10000 * 1024, 16000 * 1024)
+    old_kernel = "MemTotal: 16000 kB\nMemFree: 1000 kB\nBuffers: 500 kB\nCached: 4500 kB\n"
+    assert parse_meminfo(old_kernel) == (10000 * 1024, 16000 * 1024)
+    assert parse_meminfo("") == (None, None)
+
+
+def test_process_stat_survives_odd_command_names_and_skips_zombies():
+    fields = "S 41 42 42 0 -1 4194560 500 0 0 0 170 30 0 0 20 0 3 0 8812 123456 2048 18446744073709551615"
+    assert parse_pid_stat(b"4211 (python (rank 0)) " + fields.encode()) == (41, 200, 8812, 2048)
+    assert parse_pid_stat(b"4211 (x) Z " + fields[2:].encode()) is None
+    table = {10: (1, 0, 0, 0), 11: (10, 0, 0, 0), 12: (11, 0, 0, 0), 13: (10, 0, 0, 0), 14: (13, 0, 0, 0)}
+    assert descendants(10, table) == {11, 12, 13, 14}
+    assert descendants(10, table, exclude=[13]) == {11, 12}  # a tool and everything under it
+
+
+def test_a_busy_child_process_shows_up_as_cpu_load():
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.5)  # past the children's interpreter start-up, which is CPU work of its own
+        tree = ProcfsSource(root_pid=os.getpid())
+        only_idle = ProcfsSource(root_pid=os.getpid(), exclude=lambda: [busy.pid])
+        for source in (tree, only_idle):
+            source.start()
+        time.sleep(1.0)  # let both processes run for a while between the two readings
+        loaded, quiet = tree.read(), only_idle.read()
+    finally:
+        for proc in (busy, idle):
+            proc.kill()
+            proc.wait()
+    cpus = os.cpu_count() or 1
+    # The busy loop holds one CPU whenever it gets one: on this shared machine, at least a fifth of it.
+    assert loaded["process"]["cpu_pct"] > 20.0 / cpus
+    assert loaded["process"]["pids"] == 2 and loaded["process"]["rss"] > 1024 * 1024
+    assert quiet["process"]["cpu_pct"] < 5.0 / cpus and quiet["process"]["pids"] == 1
+    assert loaded["host"]["cpu_pct"] > 20.0 / cpus
+    assert len(loaded["host"]["cpu_per_core_pct"]) == cpus
+    assert 0 < loaded["host"]["mem_used"] < loaded["host"]["mem_total"]
+
+
