@@ -13,7 +13,7 @@ import shutil
 import sys
 from typing import Any, TextIO
 
-from app.cli.hosts_resolve import transport_for
+from app.cli.hosts_resolve import prompts_for, transport_for
 from app.cli.monitor_view import render
 from app.paths import AppPaths
 from app.services.monitor import MonitorSession
@@ -87,7 +87,7 @@ class JsonLines:
 
 
 def handle(args: argparse.Namespace) -> int:
-    transport = transport_for(args.host, AppPaths.resolve(args.data_dir))
+    transport = transport_for(args.host, AppPaths.resolve(args.data_dir), prompts_for(args))
     view = JsonLines(sys.stdout) if args.json else Screen(transport.host, sys.stdout)
     session = MonitorSession(transport, args.period, args.duration, on_event=view)
     try:
