@@ -4,9 +4,14 @@ For each configuration both sides train the same model with the same batch on
 the same device, in alternating rounds (bare, agent, bare, agent, ...) so that
 drift of the machine hits both.  The agent side is the full product path: the
 real zipapp started by ``LocalTransport`` (supervisor, worker, event log,
-follower, the app decoding every event).  Steady steps are the same on both
-sides: after the warm-up and after the last compile.  Prints the ratio of
-medians agent / bare (targets: <= 1.02 for vit_small at 224, <= 1.10 for the
+follower, the app decoding every event).  Steady steps are chosen by the
+same rule on both sides (``remote_agent.summary.summarize_train``): after the
+warm-up and after the last step that compiled.  The bare loop runs in
+a session of its own, as the agent's detached supervisor does: with Linux's
+scheduler autogroups (``/proc/sys/kernel/sched_autogroup_enabled``) a new
+session gets its own CPU share, and without this the agent looked up to 15%
+*faster* than the bare loop whenever other jobs loaded the machine.  Prints the
+ratio of medians agent / bare (targets: <= 1.02 for vit_small at 224, <= 1.10 for the
 tiny test model).
 
     python bench/overhead.py [--rounds 3] [--quick]
@@ -28,6 +33,7 @@ from app.paths import AppPaths  # noqa: E402
 from app.services.session import RunSession  # noqa: E402
 from app.services.transport import LocalTransport  # noqa: E402
 from remote_agent.protocol import RunSpec  # noqa: E402
+from remote_agent.summary import summarize_train  # noqa: E402
 
 TINY = {"img_size": 32, "patch_size": 8, "depth": 2, "embed_dim": 64, "num_heads": 2}
 CONFIGS = [
@@ -42,8 +48,9 @@ def bare_steps(model, model_args, batch, steps, backend):
     out = subprocess.run([sys.executable, str(REPO / "bench" / "seed_loop.py"), "--model", model,
                           "--model-args", json.dumps(model_args), "--batch-size", str(batch),
                           "--steps", str(steps), "--backend", backend, "--workers", "0"],
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+                         capture_output=True, text=True, check=True, start_new_session=True)
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    return data["times"], set(data["compiled"])
 
 
 def main() -> None:
@@ -58,21 +65,19 @@ def main() -> None:
         for name, model, model_args, batch, steps, warmup, backend, target in configs:
             bare, agent = [], []
             for _ in range(args.rounds):
-                times = bare_steps(model, model_args, batch, steps, backend)
-                bare.extend(steady(times, warmup))
+                times, compiled = bare_steps(model, model_args, batch, steps, backend)
+                bare.extend(steady(times, compiled, warmup))
                 agent.extend(run_agent(paths, model, model_args, batch, steps, warmup, backend))
             ratio = statistics.median(agent) / statistics.median(bare)
             print(f"{name:<30} {statistics.median(bare):>14.5f} {statistics.median(agent):>15.5f} "
                   f"{ratio:>7.3f} {'≤ ' + str(target):>7}  ({len(bare)} vs {len(agent)} steady steps)")
 
 
-def steady(times, warmup, compiled=()):
-    """Steps after warm-up and after the last slow first steps (the bare loop has no compile metric,
-    so its first steps are skipped generously: warm-up, and any step 5x slower than the median)."""
-    after = times[warmup:]
-    typical = statistics.median(after)
-    last_slow = max([i for i, t in enumerate(after) if t > 5 * typical], default=-1)
-    return after[last_slow + 1:]
+def steady(times, compiled, warmup):
+    """The bare loop's steady steps, chosen by the agent's own rule (after warm-up and the last compile)."""
+    steps = [{"i": i, "dt_s": dt, "samples": 1, "compiled": i in compiled} for i, dt in enumerate(times, start=1)]
+    first, last = summarize_train(steps, warmup, {}, [])["window"]
+    return times[first - 1:last]
 
 
 def run_agent(paths, model, model_args, batch, steps, warmup, backend, **spec_fields):
