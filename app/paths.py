@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,3 +44,10 @@ class AppPaths:
     def local_agent_home(self) -> Path:
         """The ``local`` host's agent cache (run directories), as ~/.cache/neuronbench is on a remote host."""
         return self.cache / "local-agent"
+
+
+def resources_dir() -> Path:
+    """``resources/`` (icons, price book, ...): beside the ``app`` package in a checkout, inside a frozen bundle."""
+    bundle = getattr(sys, "_MEIPASS", None)  # PyInstaller unpacks data files here
+    root = Path(bundle) if bundle else Path(__file__).resolve().parent.parent
+    return root / "resources"

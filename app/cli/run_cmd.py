@@ -10,14 +10,13 @@ from app.cli.hosts_resolve import transport_for
 from app.cli.progress import ProgressPrinter
 from app.cli.text import format_repeats, format_result
 from app.core.errors import AgentError, BadSpecError, NeuronBenchError
-from app.core.presets import PRESETS
+from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
 from app.core.results import aggregate_repeats
 from app.core.specs import build_spec, parse_batch_sizes, parse_model_args
 from app.paths import AppPaths
 from app.services.session import RunSession
 from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec
 
-INFER_DEFAULT_BATCH_SIZES = (1, 4, 16)
 _HELP = {name: meta.get("help", "") for name, meta in RunSpec.field_help().items()}
 
 

@@ -1,0 +1,73 @@
+"""pyqtgraph plots styled from the palette, and curves set up for live data (STYLE.md habit 6)."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtGui import QColor, QPalette
+
+from app.ui import theme
+
+TITLE_SIZE = "9pt"
+LEFT_AXIS_WIDTH = 56  # the same for every plot, so that stacked time axes line up
+
+
+def style_layout(widget: pg.GraphicsLayoutWidget, pal: QPalette) -> None:
+    widget.setBackground(theme.plot_background(pal))
+
+
+def style_plot(plot: pg.PlotItem, pal: QPalette) -> None:
+    """Axes and text in the palette's text colour; a faint grid."""
+    fg = theme.plot_foreground(pal)
+    for name in ("left", "bottom", "right", "top"):
+        axis = plot.getAxis(name)
+        axis.setPen(pg.mkPen(fg))
+        axis.setTextPen(pg.mkPen(fg))
+    plot.showGrid(x=True, y=True, alpha=0.15)
+    title = getattr(plot, "_nb_title", None)
+    if title is not None:
+        plot.setTitle(title, color=fg, size=TITLE_SIZE)
+
+
+def set_title(plot: pg.PlotItem, text: str, pal: QPalette) -> None:
+    """Set a plot's title once (unchanged titles are not re-laid out: that costs on every redraw)."""
+    if getattr(plot, "_nb_title", None) == text:
+        return
+    plot._nb_title = text  # type: ignore[attr-defined]
+    plot.setTitle(text, color=theme.plot_foreground(pal), size=TITLE_SIZE)
+
+
+def new_plot(title: str, y_label: str, pal: QPalette, units: str | None = None) -> pg.PlotItem:
+    """A plot (placed in a layout by its view); ``units`` (e.g. "s") lets the axis pick a prefix (ms, µs)."""
+    plot = pg.PlotItem()
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
+    plot.setLabel("left", y_label, units=units)
+    if units is None:
+        plot.getAxis("left").enableAutoSIPrefix(False)
+    plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
+    set_title(plot, title, pal)
+    style_plot(plot, pal)
+    plot.setMouseEnabled(x=False, y=False)  # live charts follow the data; zoom comes with the history view
+    return plot
+
+
+def live_curve(plot: pg.PlotItem, colour: QColor, width: float = 1.6, name: str | None = None,
+               symbol: str | None = None, symbol_size: int = 5) -> pg.PlotDataItem:
+    """A curve for ring-buffer data: clipped to the view and downsampled, so long runs draw fast.
+
+    NaN in the data breaks the line (``connect="finite"``): a gap between batch
+    sizes, or a metric that was missing, is drawn as a gap, never as a slope.
+    """
+    kwargs = {"pen": pg.mkPen(colour, width=width) if symbol is None else None, "name": name,
+              "connect": "finite"}
+    if symbol is not None:
+        kwargs.update(symbol=symbol, symbolSize=symbol_size, symbolBrush=colour, symbolPen=None)
+    item = plot.plot(**kwargs)
+    item.setClipToView(True)
+    item.setDownsampling(auto=True, method="peak")
+    return item
+
+
+def set_curve(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
+    """One setData per curve per redraw."""
+    item.setData(x, y)
