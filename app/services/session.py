@@ -31,7 +31,10 @@ class EventStream:
         self.process = process
         self.host = host
         self.on_event = on_event
-        self.events: list[Event] = []
+        # Not every event: a run streams telemetry for hours, and the caller's callback keeps what it
+        # needs (the CLI's --events file, the GUI's ring buffers).  Only the first of each type stays.
+        self.count = 0
+        self._first: dict[str, Event] = {}
         self.end: Event | None = None
         self._tracker = SeqTracker()
 
@@ -47,15 +50,21 @@ class EventStream:
                 self.process.kill()
                 raise ProtocolViolation(f"the agent on {self.host} broke protocol v1: {exc}",
                                         detail=self.process.stderr_text()) from None
-            self.events.append(event)
+            self.count += 1
+            self._first.setdefault(event["type"], event)
             if self.on_event is not None:
                 self.on_event(event)
             if event["type"] == "end":
                 self.end = event
         self.process.wait(timeout=10)
 
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last event received (where an attach would resume)."""
+        return self._tracker.last_seq
+
     def first(self, type_: str) -> Event | None:
-        return next((e for e in self.events if e["type"] == type_), None)
+        return self._first.get(type_)
 
     def died_error(self, doing: str) -> AgentError:
         stderr = self.process.stderr_text()

@@ -144,9 +144,13 @@ class LocalTransport(Transport):
         env = dict(os.environ)
         env["NEURONBENCH_AGENT_HOME"] = str(self.paths.local_agent_home)
         env["PYTHONUNBUFFERED"] = "1"
-        popen = subprocess.Popen([self.python, str(self.bundle.path), *args], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                 cwd=str(self.paths.cache))
+        try:
+            popen = subprocess.Popen([self.python, str(self.bundle.path), *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                     cwd=str(self.paths.cache))
+        except OSError as exc:
+            raise DeployError(f"could not start the agent on {self.host} with {self.python}: "
+                              f"{exc.strerror or exc} (set {ENV_LOCAL_PYTHON} to a Python 3.8+)") from None
         assert popen.stdin is not None
         try:
             if stdin:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -60,5 +61,13 @@ def run_gui(data_dir: str | None = None) -> int:
 
     application = make_application()
     window = MainWindow(AppPaths.resolve(data_dir), AppSettings(user_settings()))
+
+    def show_bug(kind: type[BaseException], error: BaseException, trace) -> None:
+        # A bug in a slot: Qt would print it and carry on; the user sees it in the error panel too.
+        sys.__excepthook__(kind, error, trace)
+        if threading.current_thread() is threading.main_thread() and isinstance(error, Exception):
+            window.errors.show_exception("NeuronBench", error)
+
+    sys.excepthook = show_bug
     window.show()
     return application.exec()

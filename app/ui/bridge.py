@@ -116,12 +116,6 @@ class Bridge(QObject):
         call.thread.start()
         return call
 
-    def active_jobs(self) -> list[RunJob]:
-        return [job for job in self._jobs if job.is_alive()]
-
-    def busy(self) -> bool:
-        return any(job.is_alive() for job in self._jobs) or any(c.thread.is_alive() for c in self._calls)
-
     def shutdown(self, timeout: float = SHUTDOWN_TIMEOUT_S) -> list[str]:
         """Leave every run going on its host, and wait for our threads; returns the names still alive."""
         for job in self._jobs:

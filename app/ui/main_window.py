@@ -134,7 +134,7 @@ class MainWindow(QMainWindow):
         self.sidebar.set_hosts(self.provider.hosts(), settings.checked_hosts())
         self._restore()
         self._update_actions()
-        self.status_label.setText("Ready")
+        self.status_label.setText(self._left_running_note() or "Ready")
         if probe_hosts:
             self.probe_hosts()
         if load_models:
@@ -235,6 +235,14 @@ class MainWindow(QMainWindow):
         statuses = sorted({v.state.status for v in self.runs.views})
         self.status_label.setText(f"{len(left)} run(s) going" if left else "Finished: " + ", ".join(statuses))
         self._update_actions()
+
+    def _left_running_note(self) -> str:
+        """Runs a previous session left going on their hosts (re-attaching them comes with the run history)."""
+        left = self.settings.unfinished_runs()
+        if not left:
+            return ""
+        names = ", ".join(f"{r['run_id']} on {r['host']}" for r in left[-3:])
+        return f"{len(left)} run(s) were left running on their hosts last time ({names})"
 
     # ------------------------------------------------------------ hosts
     @Slot()

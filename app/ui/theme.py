@@ -7,7 +7,7 @@ lightness is shifted towards the text colour when the background is dark.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QPainter, QPalette, QPixmap
+from PySide6.QtGui import QBrush, QColor, QPainter, QPalette, QPixmap
 from PySide6.QtWidgets import QApplication
 
 # Okabe & Ito (2008): distinguishable with every common colour-vision deficiency.
@@ -44,6 +44,11 @@ def phase_colour(name: str, alpha: int = 70, pal: QPalette | None = None) -> QCo
     return colour
 
 
+def phase_brushes(alpha: int, pal: QPalette | None = None) -> dict[str, QBrush]:
+    """One brush per phase name (built once per palette, not once per span per redraw)."""
+    return {name: QBrush(phase_colour(name, alpha, pal)) for name in (*_PHASES, "")}
+
+
 def status_colour(status: str, pal: QPalette | None = None) -> QColor:
     return _for_background(STATUS.get(status, STATUS["unknown"]), is_dark(pal))
 
@@ -59,11 +64,6 @@ def plot_background(pal: QPalette | None = None) -> QColor:
 
 def plot_foreground(pal: QPalette | None = None) -> QColor:
     return (pal or palette()).color(QPalette.ColorRole.Text)
-
-
-def muted_text(pal: QPalette | None = None) -> QColor:
-    pal = pal or palette()
-    return pal.color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
 
 
 def status_dot(status: str, pal: QPalette | None = None, size: int = 12) -> QPixmap:

@@ -11,6 +11,7 @@ from app.core.presets import TINY_VIT_ARGS
 from app.services.run_control import cancel_run
 from app.services.transport import LocalTransport
 from remote_agent.rundir import RunDir
+from tests.ui.conftest import open_settings
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +63,7 @@ def test_a_tiny_training_from_the_run_button_fills_the_charts_and_finishes(make_
     result = view.state.result
     assert result["status"] == "ok" and result["host"] == "local"
     assert f"{result['train']['throughput_samples_per_s']:.2f} samples/s" in view.result_text.toPlainText()
-    assert "run ok" in view.log.toPlainText()
+    assert "run ok" in view.log.text()
     assert window.errors.entries == []
     assert window.settings.unfinished_runs() == []  # it ended here: nothing to re-attach
     assert window.run_button.isEnabled()
@@ -82,7 +83,7 @@ def test_an_unknown_model_shows_the_engine_sentence_in_the_error_panel(make_wind
     view.refresh()
     # every event received stays in the view: the host's probe, the phases, the log
     assert view.state.status == "failed" and view.state.env["torch"].startswith("2.")
-    assert "unknown model" in view.log.toPlainText()
+    assert "unknown model" in view.log.text()
     assert "status failed" not in view.result_text.toPlainText() and "· failed" in view.result_text.toPlainText()
     assert window.status_label.text() == "Finished: failed"
 
@@ -129,6 +130,9 @@ def test_closing_during_a_run_asks_and_the_run_goes_on(make_window, qtbot, app_p
     remembered = window.settings.unfinished_runs()
     assert [(r["host"], r["run_id"]) for r in remembered] == [("local", run_id)]
     assert remembered[0]["spec"]["steps"] == 100_000
+    reopened = make_window(settings=open_settings(settings_file))
+    assert reopened.status_label.text() == f"1 run(s) were left running on their hosts last time ({run_id} on local)"
+    reopened.close()
 
     # The run goes on without the app: its supervisor keeps writing events...
     seen = len(events_on_disk(app_paths, run_id))

@@ -99,7 +99,7 @@ def test_a_failure_outside_the_stream_keeps_what_was_received():
     state.fail("the agent on local stopped before the run ended: Killed", detail="stderr tail")
     assert state.status == "failed" and state.error["detail"] == "stderr tail"
     assert len(state.steps) == received > 0
-    assert state.logs[-1][1:] == ("error", "the agent on local stopped before the run ended: Killed")
+    assert state.take_new_logs()[-1][1:] == ("error", "the agent on local stopped before the run ended: Killed")
 
 
 def test_ring_buffers_keep_the_latest_rows_in_order_and_never_grow():

@@ -21,8 +21,8 @@ from app.ui.models.ring import Ring
 STEP_CAPACITY = 20_000      # a 20k-step run is drawn whole; longer ones keep their latest steps
 SERIES_CAPACITY = 7_200     # 2 h of 1 Hz telemetry or latency windows
 HEAT_CAPACITY = 1_800       # 30 min of the per-core heat strip
-LOG_CAPACITY = 5_000
-PHASE_CAPACITY = 500
+LOG_CAPACITY = 5_000      # lines held for a view that has not drawn them yet
+PHASE_CAPACITY = 200      # a sweep of 50 batch sizes; looped replays drop their oldest
 ROLLING_STEPS = 20
 BAND_PHASES = ("setup", "compile", "warmup", "measure")
 
@@ -85,7 +85,7 @@ class LiveRunState:
         self.samples_seen = 0
         self.sample_source: str | None = None
         self.missing: dict[str, str] = {}
-        self.logs: deque[tuple[float, str, str]] = deque(maxlen=LOG_CAPACITY)
+        # Lines not yet handed to the view's log pane (which keeps the last ones it shows).
         self._new_logs: list[tuple[float, str, str]] = []
         self._recent_dt: deque[float] = deque(maxlen=ROLLING_STEPS)
         self._recent_samples: deque[tuple[float, float]] = deque(maxlen=ROLLING_STEPS)
@@ -129,9 +129,7 @@ class LiveRunState:
         return float(t) - (self.t0 or 0.0)
 
     def _log(self, t: float, level: str, message: str) -> None:
-        line = (t, level, message)
-        self.logs.append(line)
-        self._new_logs.append(line)
+        self._new_logs.append((t, level, message))
         if len(self._new_logs) > LOG_CAPACITY:
             del self._new_logs[: len(self._new_logs) - LOG_CAPACITY]
 

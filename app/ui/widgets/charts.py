@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QGraphicsItem
 
 from app.ui import theme
 
@@ -28,6 +29,16 @@ def style_plot(plot: pg.PlotItem, pal: QPalette) -> None:
         plot.setTitle(title, color=fg, size=TITLE_SIZE)
 
 
+def cache_axes(plot: pg.PlotItem) -> None:
+    """Paint each axis from a pixmap cache: re-rendered when its range changes, blitted otherwise.
+
+    Without this every repaint of a live chart replays every axis' tick text, which costs more
+    than drawing the curves themselves (measured with bench/ui_lag.py).
+    """
+    for name in ("left", "bottom", "right", "top"):
+        plot.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+
+
 def set_title(plot: pg.PlotItem, text: str, pal: QPalette) -> None:
     """Set a plot's title once (unchanged titles are not re-laid out: that costs on every redraw)."""
     if getattr(plot, "_nb_title", None) == text:
@@ -44,6 +55,9 @@ def new_plot(title: str, y_label: str, pal: QPalette, units: str | None = None) 
     plot.setLabel("left", y_label, units=units)
     if units is None:
         plot.getAxis("left").enableAutoSIPrefix(False)
+    plot.getAxis("bottom").enableAutoSIPrefix(False)
+    plot.disableAutoRange()  # live charts set their ranges (in steps): no autorange pass on every setData
+    cache_axes(plot)
     plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
     set_title(plot, title, pal)
     style_plot(plot, pal)
@@ -51,21 +65,46 @@ def new_plot(title: str, y_label: str, pal: QPalette, units: str | None = None) 
     return plot
 
 
-def live_curve(plot: pg.PlotItem, colour: QColor, width: float = 1.6, name: str | None = None,
-               symbol: str | None = None, symbol_size: int = 5) -> pg.PlotDataItem:
+def live_curve(plot: pg.PlotItem, colour: QColor, name: str | None = None, symbol: str | None = None,
+               symbol_size: int = 5) -> pg.PlotDataItem:
     """A curve for ring-buffer data: clipped to the view and downsampled, so long runs draw fast.
 
-    NaN in the data breaks the line (``connect="finite"``): a gap between batch
-    sizes, or a metric that was missing, is drawn as a gap, never as a slope.
+    The pen is one pixel wide: Qt's raster engine strokes wider lines as polygons, which made a
+    10-minute curve cost 3x more to paint (bench/ui_lag.py).  NaN in the data breaks the line
+    (``connect="finite"``): a gap between batch sizes, or a missing metric, is drawn as a gap.
     """
-    kwargs = {"pen": pg.mkPen(colour, width=width) if symbol is None else None, "name": name,
-              "connect": "finite"}
+    kwargs = {"pen": pg.mkPen(colour, width=1) if symbol is None else None, "name": name,
+              "connect": "finite", "autoDownsampleFactor": 2.0}
     if symbol is not None:
         kwargs.update(symbol=symbol, symbolSize=symbol_size, symbolBrush=colour, symbolPen=None)
     item = plot.plot(**kwargs)
     item.setClipToView(True)
     item.setDownsampling(auto=True, method="peak")
     return item
+
+
+def nice_ceiling(value: float) -> float:
+    """``value`` rounded up to a multiple of half its power of ten (37 -> 40, 412 -> 450, 0.0123 -> 0.015).
+
+    Axis ranges move in these steps rather than with every new point, so the axes (whose
+    ticks pyqtgraph re-renders on every range change) are redrawn a few times a minute.
+    """
+    if not np.isfinite(value) or value <= 0:
+        return 1.0
+    step = 10.0 ** np.floor(np.log10(value)) / 2.0
+    return float(np.ceil(value / step * (1 - 1e-12)) * step)
+
+
+def set_range(plot: pg.PlotItem, axis: str, top: float, bottom: float = 0.0) -> None:
+    """Set an axis range only when it changed (an unchanged range must not cost a relayout)."""
+    key = f"_nb_{axis}range"
+    if getattr(plot, key, None) == (bottom, top):
+        return
+    setattr(plot, key, (bottom, top))
+    if axis == "x":
+        plot.setXRange(bottom, top, padding=0)
+    else:
+        plot.setYRange(bottom, top, padding=0)
 
 
 def set_curve(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:

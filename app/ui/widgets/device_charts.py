@@ -16,7 +16,7 @@ from PySide6.QtGui import QPalette
 from app.ui import theme
 from app.ui.models.ring import Ring
 from app.ui.models.run_state import DeviceNow, missing_reason
-from app.ui.widgets.charts import set_title
+from app.ui.widgets.charts import nice_ceiling, set_range, set_title
 
 GIB = 1024 ** 3
 MAX_BAR_LABELS = 16  # more cores than this: the bars speak for themselves
@@ -105,9 +105,9 @@ class UtilisationCharts:
         set_title(self.heat_plot, f"{kind} utilisation over time", self.pal)
         self.bars.set([d.util_pct for d in devices],
                       ["N/A" if d.util_pct is None else f"{d.util_pct:.0f}" for d in devices])
-        self.bars_plot.setXRange(-0.6, max(len(devices), 1) - 0.4, padding=0)
+        set_range(self.bars_plot, "x", max(len(devices), 1) - 0.4, -0.6)
         if heat is None or not len(heat):
-            self.heat_plot.setYRange(0, 1, padding=0)
+            set_range(self.heat_plot, "y", 1.0)
             return
         if heat.appended == self._heat_seen:
             return
@@ -121,7 +121,7 @@ class UtilisationCharts:
         self.heat.setRect(QRectF(t[0] - step / 2, 0, span + step, util.shape[1]))
         if util.shape[1] != self._heat_rows:
             self._heat_rows = util.shape[1]
-            self.heat_plot.setYRange(0, util.shape[1], padding=0)
+            set_range(self.heat_plot, "y", float(util.shape[1]))
             # Core i is the row from i to i+1: name it in the middle of its row.
             every = max(1, util.shape[1] // 8)
             self.heat_plot.getAxis("left").setTicks([[(i + 0.5, str(i)) for i in range(0, util.shape[1], every)]])
@@ -155,8 +155,8 @@ class MemoryBars:
         self.total.set(total, [""] * len(total))
         self.used.set(used, ["N/A" if u is None else f"{u:.1f}" for u in used])
         top = max([v for v in total + used if v is not None] or [1.0])
-        self.plot.setYRange(0, top * 1.15, padding=0)
-        self.plot.setXRange(-0.6, max(len(devices), 1) - 0.4, padding=0)
+        set_range(self.plot, "y", nice_ceiling(top * 1.15))
+        set_range(self.plot, "x", max(len(devices), 1) - 0.4, -0.6)
 
     def restyle(self, pal: QPalette) -> None:
         self.pal = pal

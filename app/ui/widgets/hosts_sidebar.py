@@ -5,7 +5,7 @@ and ticked for a new user, so Run works at once.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt, Signal
@@ -27,7 +27,6 @@ class HostRow:
     env: dict[str, Any] | None = None
     price_per_hour: float | None = None
     problem: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def title(self) -> str:

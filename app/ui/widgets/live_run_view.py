@@ -33,7 +33,16 @@ from app.core.specs import spec_summary
 from app.ui import theme
 from app.ui.bridge import QUEUED, RunJob
 from app.ui.models.run_state import LiveRunState, missing_reason
-from app.ui.widgets.charts import live_curve, new_plot, set_curve, set_title, style_layout, style_plot
+from app.ui.widgets.charts import (
+    live_curve,
+    new_plot,
+    nice_ceiling,
+    set_curve,
+    set_range,
+    set_title,
+    style_layout,
+    style_plot,
+)
 from app.ui.widgets.device_charts import MemoryBars, UtilisationCharts
 from app.ui.widgets.error_panel import describe_exception
 from app.ui.widgets.log_pane import LogPane
@@ -43,13 +52,17 @@ MIN_X_SPAN_S = 5.0
 STEP_TITLE = "Step time (s) and its rolling median"
 
 
+AXIS_TOP_STEPS = 2_000  # the step-time axis fits the latest steps (a percentile of all would cost O(n) a redraw)
+
+
 def step_axis_top(steps: np.ndarray) -> float:
     """The step-time axis' top: room for the steady steps (their 98th percentile x 1.6), not for compiles."""
-    steady = steps[steps[:, 4] == 0, 1]
+    recent = steps[-AXIS_TOP_STEPS:]
+    steady = recent[recent[:, 4] == 0, 1]
     steady = steady[~np.isnan(steady)]
     if len(steady):
         return max(float(np.percentile(steady, 98)) * 1.6, 1e-6)
-    return float(np.nanmax(steps[:, 1])) * 1.1 if len(steps) else 1.0
+    return float(np.nanmax(recent[:, 1])) * 1.1 if len(recent) else 1.0
 
 
 def format_eta(seconds: float | None) -> str:
@@ -57,6 +70,12 @@ def format_eta(seconds: float | None) -> str:
         return "ETA --"
     seconds = int(round(seconds))
     return f"ETA {seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"ETA {seconds} s"
+
+
+def _set_text(label: QLabel, text: str) -> None:
+    """Relabel only on change: a label that changes size relayouts the whole view."""
+    if label.text() != text:
+        label.setText(text)
 
 
 def _num(value: float | None, fmt: str, unit: str = "") -> str:
@@ -76,6 +95,7 @@ class LiveRunView(QFrame):
         self.state = LiveRunState(job.host, job.spec)
         self._drawn_version = -1
         self.done = False  # the run's thread has reported how it ended (result, failure or detach)
+        self._dot_status = ""
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setObjectName(f"live-run-{job.host}")
         pal = self.palette()
@@ -117,8 +137,10 @@ class LiveRunView(QFrame):
         self.bands = [PhaseBand(pg.PlotItem(), pal) for _ in (0, 1)]
         if train:
             self.main = new_plot(STEP_TITLE, "step time", pal, units="s")
-            self.step_curve = live_curve(self.main, theme.series_colour(4, pal), width=1.0)
-            self.median_curve = live_curve(self.main, theme.series_colour(0, pal), width=2.2)
+            raw = theme.series_colour(4, pal)
+            raw.setAlpha(150)  # each step faint, their rolling median strong
+            self.step_curve = live_curve(self.main, raw)
+            self.median_curve = live_curve(self.main, theme.series_colour(0, pal))
             self.compiled_curve = live_curve(self.main, theme.series_colour(5, pal), symbol="t1", symbol_size=8)
         else:
             self.main = new_plot("Latency p50 / p90 / p99 (ms)", "ms", pal)
@@ -127,7 +149,7 @@ class LiveRunView(QFrame):
             self.latency_curves = [live_curve(self.main, theme.series_colour(i, pal), name=name)
                                    for i, name in enumerate(("p50", "p90", "p99"))]
         self.throughput = new_plot("Throughput (samples/s)", "samples/s", pal)
-        self.throughput_curve = live_curve(self.throughput, theme.series_colour(2, pal), width=2.0)
+        self.throughput_curve = live_curve(self.throughput, theme.series_colour(2, pal))
         util_bars = new_plot("Core utilisation now (%)", "%", pal)
         heat = new_plot("Core utilisation over time", "core", pal)
         self.util = UtilisationCharts(util_bars, heat, pal)
@@ -255,37 +277,43 @@ class LiveRunView(QFrame):
             return
         self._drawn_version = state.version
         pal = self.palette()
-        self.dot.setPixmap(theme.status_dot(state.status if state.status != "starting" else "running", pal))
-        self.activity.setText(state.activity)
+        status = state.status if state.status != "starting" else "running"
+        if status != self._dot_status:
+            self._dot_status = status
+            self.dot.setPixmap(theme.status_dot(status, pal))
+        _set_text(self.activity, state.activity)
         self.progress.setValue(int(round(state.progress.fraction * 1000)))
-        self.eta.setText("" if state.finished else format_eta(state.progress.eta_s))
-        self.figures.setText(self._figures_text())
+        _set_text(self.eta, "" if state.finished else format_eta(state.progress.eta_s))
+        _set_text(self.figures, self._figures_text())
         self.log.add(state.take_new_logs())
-        span = max(state.last_t, MIN_X_SPAN_S)
-        self.main.setXRange(0, span * 1.02, padding=0)
+        span = nice_ceiling(max(state.last_t * 1.02, MIN_X_SPAN_S))
+        set_range(self.main, "x", span)
         phases = list(state.phases)
         for band in self.bands:
-            band.update(phases, state.last_t, span * 1.02)
+            band.update(phases, state.last_t, span)
         if state.spec.workload == "train":
             steps = state.steps.array()
             # Compiled steps are the ▲ markers; on the line they would draw a cliff of seconds.
             set_curve(self.step_curve, steps[:, 0], np.where(steps[:, 4] == 0, steps[:, 1], np.nan))
             set_curve(self.median_curve, steps[:, 0], steps[:, 2])
             compiled = state.compiled_steps.array()
-            top = step_axis_top(steps)
-            self.main.setYRange(0, top, padding=0)
+            top = nice_ceiling(step_axis_top(steps))
+            set_range(self.main, "y", top)
             # A compile takes seconds, a step milliseconds: compiled steps sit on the top edge when off scale.
             set_curve(self.compiled_curve, compiled[:, 0], np.minimum(compiled[:, 1], top * 0.97))
             clipped = bool(len(compiled)) and float(np.nanmax(compiled[:, 1])) > top
             set_title(self.main, STEP_TITLE + (" · ▲ compiled (off scale)" if clipped else
                                                " · ▲ compiled" if len(compiled) else ""), pal)
             set_curve(self.throughput_curve, steps[:, 0], steps[:, 3])
+            set_range(self.throughput, "y", nice_ceiling(float(np.nanmax(steps[:, 3], initial=0.0)) * 1.1))
         else:
             latency = state.latency.array()
             for i, curve in enumerate(self.latency_curves):
                 set_curve(curve, latency[:, 0], latency[:, 2 + i])
             rate = state.infer_throughput.array()
             set_curve(self.throughput_curve, rate[:, 0], rate[:, 1])
+            set_range(self.throughput, "y", nice_ceiling(float(np.nanmax(rate[:, 1], initial=0.0)) * 1.1))
+            set_range(self.main, "y", nice_ceiling(float(np.nanmax(latency[:, 4], initial=0.0)) * 1.1))
         self.util.update(state.devices, state.heat, state.samples_seen, state.missing)
         self.memory.update(state.devices, state.samples_seen, state.missing)
         host = state.host_series.array()
@@ -329,6 +357,7 @@ class LiveRunView(QFrame):
             self.util.restyle(pal)
             self.memory.restyle(pal)
             self._drawn_version = -1
+            self._dot_status = ""
             self.refresh()
 
     # ------------------------------------------------------------ for tests and screenshots

@@ -7,7 +7,8 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QStackedWidget, 
 from app.ui.bridge import RunJob
 from app.ui.widgets.live_run_view import LiveRunView
 
-REDRAW_MS = 100
+REDRAW_MS = 100   # each view is redrawn at 10 Hz...
+SLOTS = 5         # ...in one of 5 slots 20 ms apart, so a grid of views never paints all in one go
 WIDE_VIEW_SIZE = (560, 560)      # a run alone: charts two abreast
 NARROW_VIEW_WIDTH = 440          # runs side by side: each view's charts in one column...
 NARROW_VIEW_HEIGHT = 1250        # ...stacked, so the area scrolls down
@@ -46,8 +47,9 @@ class RunsArea(QStackedWidget):
         self.views: list[LiveRunView] = []
         self._columns = 1
         self.timer = QTimer(self)
-        self.timer.setInterval(REDRAW_MS)
+        self.timer.setInterval(REDRAW_MS // SLOTS)
         self.timer.timeout.connect(self.redraw)
+        self._tick = 0
 
     def clear(self) -> None:
         """Remove the views of finished runs (a run still going keeps its view)."""
@@ -90,9 +92,10 @@ class RunsArea(QStackedWidget):
             self._relayout()
 
     def redraw(self) -> None:
-        """The timer's tick: redraw what changed and can be seen."""
-        for view in self.views:
-            if not view.visibleRegion().isEmpty():
+        """The timer's tick: redraw this slot's views, where they changed and can be seen."""
+        self._tick = (self._tick + 1) % SLOTS
+        for index, view in enumerate(self.views):
+            if index % SLOTS == self._tick and not view.visibleRegion().isEmpty():
                 view.refresh()
         if not self.active_views():
             self.timer.stop()  # nothing is moving: no timer while idle
