@@ -81,10 +81,12 @@ def run_from_button(window: MainWindow, timeout: float = 180) -> None:
     wait_until(lambda: bool(window.runs.views) and not window.runs.active_views(), timeout, "the run to finish")
 
 
-def replay_job(window: MainWindow, events_file: str, title: str, samples: list[dict], loops: int = 1):
+def replay_job(window: MainWindow, events_file: str, title: str, samples: list[dict], loops: int = 1,
+               pace_s: float = 0.0):
     events = read_events(RUNS_DATA / events_file)
     spec = RunSpec.from_dict(next(e for e in events if e["type"] == "result")["result"]["spec"])
     transport = ReplayTransport(lambda: live_stream(events, samples, every=10, loops=loops), title,
+                                pace=lambda e: 0.0 if e.get("type") == "sample" else pace_s,
                                 clock=lambda: virtual_clock(10.0))
     job = window.bridge.start_run(transport, spec)
     view = window.runs.add_run(job, title)
@@ -163,11 +165,12 @@ class Shots:
     def shot_06_side_by_side(self) -> None:
         """Several hosts side by side, caught mid-run."""
         window = self.window(probe_hosts=False, load_models=False)
-        views = [replay_job(window, "train-xla-tiny.events.jsonl", "replay: trn1 (xla)", self.samples, loops=40),
+        views = [replay_job(window, "train-xla-tiny.events.jsonl", "replay: trn1 (xla)", self.samples, loops=40,
+                            pace_s=0.004),
                  replay_job(window, "infer-cpu-tiny.events.jsonl", "replay: inf2 (infer)", self.samples[10:],
-                            loops=40),
-                 replay_job(window, "train-cpu-tiny.events.jsonl", "replay: c7i (cpu)", [], loops=40)]
-        wait_until(lambda: all(v.state.events_seen > 150 for v in views), 60, "the side-by-side replays")
+                            loops=40, pace_s=0.004),
+                 replay_job(window, "train-cpu-tiny.events.jsonl", "replay: c7i (cpu)", [], loops=40, pace_s=0.004)]
+        wait_until(lambda: all(v.state.events_seen > 400 for v in views), 60, "the side-by-side replays")
         settle()
         grab = window.grab()
         window.cancel_runs()

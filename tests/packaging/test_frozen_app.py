@@ -39,14 +39,15 @@ def frozen_app(tmp_path_factory) -> Path:
     return dist / "neuronbench" / "neuronbench"
 
 
+VENV_BIN = Path(sys.executable).parent  # its python3 has torch and timm (the venv's, not the base one)
+
+
 @pytest.fixture
 def env_with_python3(tmp_path) -> dict[str, str]:
-    """A PATH whose first python3 is this test's interpreter (it has torch and timm), and a fresh data dir."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python3").symlink_to(sys.executable)
+    """A PATH whose first python3 is the test venv's, and a fresh data dir."""
+    assert (VENV_BIN / "python3").exists()
     env = {k: v for k, v in os.environ.items() if k not in ("NEURONBENCH_LOCAL_PYTHON", "PYTHONPATH")}
-    env.update(PATH=f"{bin_dir}{os.pathsep}/usr/bin:/bin", NEURONBENCH_DATA_DIR=str(tmp_path / "data"))
+    env.update(PATH=f"{VENV_BIN}{os.pathsep}/usr/bin:/bin", NEURONBENCH_DATA_DIR=str(tmp_path / "data"))
     return env
 
 
@@ -61,7 +62,7 @@ def test_the_frozen_app_probes_local_with_python3_from_path(frozen_app, env_with
     assert out.returncode == 0, out.stderr
     probe = json.loads(out.stdout)
     assert probe["host"] == "local"
-    assert probe["env"]["python"]["executable"] == str(tmp_path / "bin" / "python3")
+    assert probe["env"]["python"]["executable"] == str(VENV_BIN / "python3")
     assert probe["env"]["torch"]  # the host Python's packages, not the app's
     # The agent it shipped was zipped from the bundled sources: the same bytes as from this checkout.
     (built,) = (tmp_path / "data" / "cache" / "agent").glob("neuronbench-agent-*.pyz")

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QGraphicsItem
 from app.ui import theme
 
 TITLE_SIZE = "9pt"
+TITLE_MAX_CHARS = 60  # what fits over a chart in a run's narrow (side-by-side) view
 LEFT_AXIS_WIDTH = 56  # the same for every plot, so that stacked time axes line up
 
 
@@ -40,11 +41,17 @@ def cache_axes(plot: pg.PlotItem) -> None:
 
 
 def set_title(plot: pg.PlotItem, text: str, pal: QPalette) -> None:
-    """Set a plot's title once (unchanged titles are not re-laid out: that costs on every redraw)."""
+    """Set a plot's title once (unchanged titles are not re-laid out: that costs on every redraw).
+
+    A title's width is a minimum width for its plot in pyqtgraph, so a long one (a host's N/A
+    reason can be any length) is cut to TITLE_MAX_CHARS, whole on its tooltip.
+    """
     if getattr(plot, "_nb_title", None) == text:
         return
     plot._nb_title = text  # type: ignore[attr-defined]
-    plot.setTitle(text, color=theme.plot_foreground(pal), size=TITLE_SIZE)
+    shown = text if "<" in text or len(text) <= TITLE_MAX_CHARS else text[: TITLE_MAX_CHARS - 1] + "…"
+    plot.setTitle(shown, color=theme.plot_foreground(pal), size=TITLE_SIZE)
+    plot.titleLabel.setToolTip(text if shown != text else "")
 
 
 def new_plot(title: str, y_label: str, pal: QPalette, units: str | None = None) -> pg.PlotItem:
@@ -84,14 +91,14 @@ def live_curve(plot: pg.PlotItem, colour: QColor, name: str | None = None, symbo
 
 
 def nice_ceiling(value: float) -> float:
-    """``value`` rounded up to a multiple of half its power of ten (37 -> 40, 412 -> 450, 0.0123 -> 0.015).
+    """``value`` rounded up to a multiple of a fifth of its power of ten (37 -> 38, 412 -> 420, 0.0123 -> 0.014).
 
     Axis ranges move in these steps rather than with every new point, so the axes (whose
     ticks pyqtgraph re-renders on every range change) are redrawn a few times a minute.
     """
     if not np.isfinite(value) or value <= 0:
         return 1.0
-    step = 10.0 ** np.floor(np.log10(value)) / 2.0
+    step = 10.0 ** np.floor(np.log10(value)) / 5.0
     return float(np.ceil(value / step * (1 - 1e-12)) * step)
 
 

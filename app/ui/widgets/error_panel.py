@@ -40,7 +40,11 @@ class ErrorEntry(QFrame):
         self.message = QLabel(message)
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.message.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
+        self.message.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        # Height for its actual width (a wrapped label's default minimum assumes a narrow one).
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.message.setSizePolicy(policy)
         self.details_button = QToolButton()
         self.details_button.setText("Details")
         self.details_button.setCheckable(True)

@@ -49,7 +49,16 @@ from app.ui.widgets.log_pane import LogPane
 from app.ui.widgets.phase_band import PhaseBand
 
 MIN_X_SPAN_S = 5.0
-STEP_TITLE = "Step time (s) and its rolling median"
+STEP_TITLE = "Step time (s), rolling median"
+# Titles name their curves in the curves' colours (a legend would sit on the data): {0} is series 0...
+LATENCY_TITLE = "Latency (ms): {0}p50{end} · {1}p90{end} · {2}p99{end}"
+HOST_TITLE = "Host {0}CPU{end} and {1}memory{end} (%)"
+
+
+def keyed(title: str, pal) -> str:
+    """A title whose {n}...{end} words are coloured like series n (rich text for pyqtgraph's LabelItem)."""
+    colours = [f'<span style="color:{theme.series_colour(i, pal).name()}">' for i in range(3)]
+    return title.format(*colours, end="</span>")
 
 
 AXIS_TOP_STEPS = 2_000  # the step-time axis fits the latest steps (a percentile of all would cost O(n) a redraw)
@@ -137,15 +146,13 @@ class LiveRunView(QFrame):
         self.bands = [PhaseBand(pg.PlotItem(), pal) for _ in (0, 1)]
         if train:
             self.main = new_plot(STEP_TITLE, "step time", pal, units="s")
-            raw = theme.series_colour(4, pal)
-            raw.setAlpha(150)  # each step faint, their rolling median strong
+            raw = theme.plot_foreground(pal)
+            raw.setAlpha(90)  # each step faint (in the text colour), their rolling median in colour
             self.step_curve = live_curve(self.main, raw)
             self.median_curve = live_curve(self.main, theme.series_colour(0, pal))
             self.compiled_curve = live_curve(self.main, theme.series_colour(5, pal), symbol="t1", symbol_size=8)
         else:
-            self.main = new_plot("Latency p50 / p90 / p99 (ms)", "ms", pal)
-            self.main.addLegend(offset=(-8, 8), labelTextColor=theme.plot_foreground(pal),
-                                brush=theme.plot_background(pal), colCount=3)
+            self.main = new_plot(LATENCY_TITLE, "ms", pal)
             self.latency_curves = [live_curve(self.main, theme.series_colour(i, pal), name=name)
                                    for i, name in enumerate(("p50", "p90", "p99"))]
         self.throughput = new_plot("Throughput (samples/s)", "samples/s", pal)
@@ -154,9 +161,7 @@ class LiveRunView(QFrame):
         heat = new_plot("Core utilisation over time", "core", pal)
         self.util = UtilisationCharts(util_bars, heat, pal)
         self.memory = MemoryBars(new_plot("Memory per core (GiB)", "GiB", pal), pal)
-        self.host_plot = new_plot("Host CPU and memory (%)", "%", pal)
-        self.host_plot.addLegend(offset=(-8, 8), labelTextColor=theme.plot_foreground(pal),
-                                 brush=theme.plot_background(pal), colCount=2)
+        self.host_plot = new_plot(HOST_TITLE, "%", pal)
         self.host_plot.setYRange(0, 105, padding=0)
         self.cpu_curve = live_curve(self.host_plot, theme.series_colour(0, pal), name="CPU")
         self.mem_curve = live_curve(self.host_plot, theme.series_colour(1, pal), name="memory")
@@ -165,6 +170,8 @@ class LiveRunView(QFrame):
             plot.setXLink(self.main)
         self.host_plot.getAxis("bottom").setLabel("seconds since the run started")
         self.plots = [self.main, self.throughput, util_bars, heat, self.memory.plot, self.host_plot]
+        if not train:
+            set_title(self.main, keyed(LATENCY_TITLE, pal), pal)
         self.chart_columns = 0
         self.set_chart_columns(2)
 
@@ -326,7 +333,7 @@ class LiveRunView(QFrame):
             note = " · N/A: " + missing_reason(state.missing, "host", "not measured")
         else:
             note = ""
-        set_title(self.host_plot, "Host CPU and memory (%)" + note, pal)
+        set_title(self.host_plot, keyed(HOST_TITLE, pal) + note, pal)
 
     def _figures_text(self) -> str:
         state = self.state
@@ -354,6 +361,8 @@ class LiveRunView(QFrame):
                 style_plot(plot, pal)
             for band in self.bands:
                 band.restyle(pal)
+            if self.state.spec.workload != "train":
+                set_title(self.main, keyed(LATENCY_TITLE, pal), pal)
             self.util.restyle(pal)
             self.memory.restyle(pal)
             self._drawn_version = -1
