@@ -1,5 +1,5 @@
 # Two commands on a fresh machine (see README.md):
-#   make app    install on first use, then run NeuronBench on this computer
+#   make app    install on first use, then open the NeuronBench desktop app
 #   make test   install on first use (system packages too, when root), then run the full test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -9,10 +9,10 @@ DEPS_HASH := $(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('pyp
 APP_STAMP := $(VENV)/.installed-app-$(DEPS_HASH)
 TEST_STAMP := $(VENV)/.installed-test-$(DEPS_HASH)
 
-.PHONY: app test system-packages bench
+.PHONY: app test system-packages bench package
 
 app: $(APP_STAMP)
-	$(BIN)/neuronbench run --host local --preset quickstart
+	$(BIN)/neuronbench
 
 test: $(TEST_STAMP) system-packages
 	$(BIN)/python -m pytest
@@ -25,7 +25,7 @@ $(VENV)/bin/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 $(APP_STAMP): $(VENV)/bin/python
-	$(BIN)/pip install --quiet -e '.[local]'
+	$(BIN)/pip install --quiet -e '.[local,app]'
 	touch $@
 
 $(TEST_STAMP): $(VENV)/bin/python
@@ -35,3 +35,7 @@ $(TEST_STAMP): $(VENV)/bin/python
 bench: $(TEST_STAMP) system-packages
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/ssh_latency.py
+
+package: $(TEST_STAMP)
+	$(BIN)/pip install --quiet -e '.[package]'
+	sh packaging/build.sh

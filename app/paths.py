@@ -71,3 +71,4 @@ class AppPaths:
     def local_agent_home(self) -> Path:
         """The ``local`` host's agent cache (run directories), as ~/.cache/neuronbench is on a remote host."""
         return self.cache / "local-agent"
+

@@ -1,11 +1,16 @@
 #!/bin/sh
 # Debian packages the tests use: a real OpenSSH server and client (SSH tests: sshd, ssh-keygen, ssh-agent,
-# and ssh for bench/ssh_latency.py) and pdftoppm (PDF report checks).
+# and ssh for bench/ssh_latency.py), pdftoppm (PDF report checks) and the shared libraries Qt's widgets
+# load even on the offscreen platform (GUI tests and screenshots).
 # Installed when missing and we are root (CI); otherwise say what to install.
 missing=""
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || missing="$missing openssh-server"
 command -v ssh-keygen >/dev/null 2>&1 && command -v ssh-agent >/dev/null 2>&1 || missing="$missing openssh-client"
 command -v pdftoppm >/dev/null 2>&1 || missing="$missing poppler-utils"
+for pair in libEGL.so.1:libegl1 libGL.so.1:libgl1 libfontconfig.so.1:libfontconfig1 \
+            libxkbcommon.so.0:libxkbcommon0 libdbus-1.so.3:libdbus-1-3; do
+    ldconfig -p 2>/dev/null | grep -q "${pair%%:*}" || missing="$missing ${pair#*:}"
+done
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing:$missing"

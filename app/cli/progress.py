@@ -1,12 +1,12 @@
 """Live progress on stderr: phase lines and a redrawn bar with an ETA."""
 from __future__ import annotations
 
-import statistics
 import sys
 import threading
 import time
-from collections import deque
 from typing import Any, TextIO
+
+from app.core.progress import ProgressTracker
 
 BAR_WIDTH = 28
 
@@ -36,11 +36,9 @@ class ProgressPrinter:
         self.label = f"{host}{label}"
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.recent: deque[float] = deque(maxlen=20)
+        self.tracker = ProgressTracker(spec)
         self._bar_shown = False
         self._last_decile = -1
-        self._sizes_done = 0
-        self._measure_start: float | None = None
 
     # ------------------------------------------------------------------ output
     def _line(self, text: str) -> None:
@@ -67,6 +65,7 @@ class ProgressPrinter:
 
     # ------------------------------------------------------------------ events
     def __call__(self, event: dict[str, Any]) -> None:
+        self.tracker.update(event)
         handler = getattr(self, "_on_" + event["type"], None)
         if handler is not None:
             handler(event)
@@ -88,32 +87,21 @@ class ProgressPrinter:
     def _on_phase(self, event: dict[str, Any]) -> None:
         size = f" (batch {event['batch_size']})" if event.get("batch_size") is not None else ""
         if event["state"] == "start" and event["name"] in ("compile", "warmup", "measure"):
-            if event["name"] == "measure":
-                self._measure_start = event["t"]
             if self.spec.workload == "infer" or event["name"] != "compile":
                 self._line(f"{event['name']}{size} …")
         elif event["state"] == "end" and event["name"] == "compile" and "seconds" in event:
             self._line(f"compiled{size} in {event['seconds']:.2f} s")
-        elif event["state"] == "end" and event["name"] == "measure" and event.get("batch_size") is not None:
-            self._sizes_done += 1
 
     def _on_step(self, event: dict[str, Any]) -> None:
         if event.get("compiled"):
             self._line(f"step {event['i']} compiled a graph ({event['dt_s']:.2f} s, excluded from the figures)")
-        else:
-            self.recent.append(event["dt_s"])
-        total = self.spec.steps
-        typical = statistics.median(self.recent) if self.recent else None
-        eta = typical * (total - event["i"]) if typical is not None else None
+        typical = self.tracker.typical_step_s
         speed = f"{typical:.3f} s/step" if typical is not None else "compiling"
-        self._progress(event["i"] / total, f"{event['i']}/{total} steps  {speed}  {_eta(eta)}")
+        self._progress(self.tracker.fraction,
+                       f"{event['i']}/{self.spec.steps} steps  {speed}  {_eta(self.tracker.eta_s)}")
 
     def _on_latency(self, event: dict[str, Any]) -> None:
-        sizes = len(self.spec.batch_sizes)
-        elapsed = event["t"] - self._measure_start if self._measure_start else 0.0
-        within = min(1.0, elapsed / self.spec.duration) if self.spec.duration else 1.0
-        fraction = (self._sizes_done + within) / sizes
-        self._progress(fraction, f"batch {event['batch_size']}: p50 {event['p50_ms']:.2f} ms, "
+        self._progress(self.tracker.fraction, f"batch {event['batch_size']}: p50 {event['p50_ms']:.2f} ms, "
                        f"p99 {event['p99_ms']:.2f} ms over {event['count']} requests")
 
     def _on_log(self, event: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from app.cli.hosts_resolve import prompts_for, transport_for_profile
 from app.cli.progress import ProgressPrinter, progress_stream
 from app.cli.text import format_repeats, format_result
 from app.core.errors import BadSpecError
-from app.core.presets import PRESETS
+from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
 from app.core.results import aggregate_repeats
 from app.core.specs import build_spec, parse_batch_sizes, parse_model_args
 from app.paths import AppPaths
@@ -20,7 +20,6 @@ from app.services.multi_run import RunListener, RunTicket, run_on_hosts
 from app.services.recorder import RunRecorder, open_recording
 from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec
 
-INFER_DEFAULT_BATCH_SIZES = (1, 4, 16)
 _HELP = {name: meta.get("help", "") for name, meta in RunSpec.field_help().items()}
 
 

@@ -17,9 +17,13 @@ class NeuronBenchError(Exception):
 
 
 class BadSpecError(NeuronBenchError):
-    """The benchmark request is invalid (caught before anything runs)."""
+    """The benchmark request is invalid (caught before anything runs).
+
+    ``field`` names the RunSpec field at fault when one does (None otherwise).
+    """
 
     exit_code = 2
+    field: str | None = None
 
 
 class ConnectError(NeuronBenchError):

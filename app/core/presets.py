@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 from remote_agent.protocol import RunSpec
 
+# What an inference run sweeps when nobody says (the CLI's --batch-sizes default, the GUI's too).
+INFER_DEFAULT_BATCH_SIZES = (1, 4, 16)
 TINY_VIT_ARGS = {"img_size": 32, "patch_size": 8, "depth": 2, "embed_dim": 64, "num_heads": 2}
 
 

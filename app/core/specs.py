@@ -60,7 +60,9 @@ def build_spec(base: RunSpec | None = None, **changes: Any) -> RunSpec:
     try:
         return RunSpec.from_dict(data)
     except SpecError as exc:
-        raise BadSpecError(_flagged(str(exc))) from None
+        error = BadSpecError(_flagged(str(exc)))
+        error.field = exc.field  # the GUI marks the field to fix
+        raise error from None
     except TypeError as exc:
         raise BadSpecError(f"bad run spec: {exc}") from None
 

@@ -44,7 +44,10 @@ class EventStream:
         self.host = host
         self.on_event = on_event
         self.skip_through = skip_through
-        self.events: list[Event] = []
+        # Not every event: a run streams telemetry for hours, and the caller's callback keeps what it
+        # needs (the CLI's --events file, the store, the GUI's ring buffers).  Only the first of each type stays.
+        self.count = 0  # events passed on (replays of held events are not counted)
+        self._first: dict[str, Event] = {}
         self.end: Event | None = None
         self.exit_code: int | None = None
         self._tracker = SeqTracker()
@@ -63,15 +66,21 @@ class EventStream:
                                         detail=self.process.stderr_text()) from None
             if event["seq"] <= self.skip_through:
                 continue
-            self.events.append(event)
+            self.count += 1
+            self._first.setdefault(event["type"], event)
             if self.on_event is not None:
                 self.on_event(event)
             if event["type"] == "end":
                 self.end = event
         self.exit_code = self.process.wait(timeout=10)
 
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last event received (where an attach would resume)."""
+        return self._tracker.last_seq
+
     def first(self, type_: str) -> Event | None:
-        return next((e for e in self.events if e["type"] == type_), None)
+        return self._first.get(type_)
 
     def died_error(self, doing: str) -> AgentError:
         stderr = self.process.stderr_text()
@@ -97,7 +106,7 @@ class RunSession:
         self.on_event = on_event
         self.on_notice = on_notice
         self.reconnect_for_s = reconnect_for_s
-        self.events: list[Event] = []
+        self._first_of: dict[str, Event] = {}  # the first event of each type (hello, probe, result, error)
         self.end: Event | None = None
         self.stream: EventStream | None = None
         self.reconnects = 0
@@ -132,7 +141,7 @@ class RunSession:
                                         f"{event.get('run_id')!r}, not {self.run_id!r}")
             if self.spec is None and isinstance(event.get("spec"), dict):
                 self.spec = RunSpec.from_dict(event["spec"])
-        self.events.append(event)
+        self._first_of.setdefault(event["type"], event)
         self._held = event["seq"]
         if event["type"] == "end":
             self.end = event
@@ -146,12 +155,12 @@ class RunSession:
             self.stream.pump()
             if self.end is not None:
                 return self._result()
-            if self.stream.events:
+            if self.stream.count:
                 lost_since = None  # it moved on since the last drop: a fresh reconnect budget
             if process.connection_lost():
                 lost_since = lost_since or time.monotonic()
                 process = self._reconnect(lost_since)
-            elif self._started and self._held == 0 and not self.stream.events and \
+            elif self._started and self._held == 0 and not self.stream.count and \
                     self.stream.exit_code == AGENT_EXIT_NO_SUCH_RUN and self.reconnects:
                 # The connection dropped before `run` had created the run on the host: start it again.
                 process = self._start_run()
@@ -198,7 +207,7 @@ class RunSession:
         return result
 
     def _first(self, type_: str) -> Event | None:
-        return next((e for e in self.events if e["type"] == type_), None)
+        return self._first_of.get(type_)
 
 
 def probe_host(transport: Transport, quick: bool = False, on_event: EventCallback | None = None) -> dict[str, Any]:

@@ -8,15 +8,40 @@ from __future__ import annotations
 
 import collections
 import os
+import shutil
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Sequence
 
+from app.core.errors import DeployError
 from app.paths import AppPaths
 from app.services.agent_bundle import AgentBundle, agent_argv, ensure_bundle
 
 STDERR_KEEP_BYTES = 64 * 1024
+ENV_LOCAL_PYTHON = "NEURONBENCH_LOCAL_PYTHON"
+
+
+def local_python() -> str:
+    """The Python that runs the agent for the ``local`` host.
+
+    ``NEURONBENCH_LOCAL_PYTHON`` wins.  Otherwise the app's own interpreter,
+    which has torch when installed with ``make app`` -- except in a frozen
+    (PyInstaller) app, where ``sys.executable`` is the app binary itself and
+    cannot run a zipapp: there the first ``python3`` on PATH runs the agent,
+    as it would on a remote host.
+    """
+    configured = os.environ.get(ENV_LOCAL_PYTHON)
+    if configured:
+        return configured
+    if not getattr(sys, "frozen", False):
+        return sys.executable
+    found = shutil.which("python3")
+    if found is None:
+        raise DeployError(f"this packaged app runs benchmarks on this computer with a separate Python, and no "
+                          f"python3 is on PATH: install Python 3.8+ (with torch and timm), or set "
+                          f"{ENV_LOCAL_PYTHON} to its path")
+    return found
 
 
 class StderrTail:
@@ -106,11 +131,14 @@ class LocalAgentProcess(AgentProcess):
 
 
 class LocalTransport(Transport):
-    """The built-in ``local`` host: this computer, with the app's own Python (which has torch)."""
+    """The built-in ``local`` host: this computer, with the app's own Python (which has torch).
+
+    ``python`` overrides the interpreter (a host profile's ``--python``); see ``local_python()``.
+    """
 
     def __init__(self, paths: AppPaths, python: str | None = None, host: str = "local") -> None:
         self.paths = paths
-        self.python = python or sys.executable
+        self.python = python or local_python()
         self.host = host
         self._bundle: AgentBundle | None = None
 
@@ -124,9 +152,14 @@ class LocalTransport(Transport):
         env = dict(os.environ)
         env["NEURONBENCH_AGENT_HOME"] = str(self.paths.local_agent_home)
         env["PYTHONUNBUFFERED"] = "1"
-        popen = subprocess.Popen(agent_argv(self.python, str(self.bundle.path), list(args)), stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                 cwd=str(self.paths.cache))
+        try:
+            popen = subprocess.Popen(agent_argv(self.python, str(self.bundle.path), list(args)),
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                     cwd=str(self.paths.cache))
+        except OSError as exc:
+            raise DeployError(f"could not start the agent on {self.host} with {self.python}: "
+                              f"{exc.strerror or exc} (set {ENV_LOCAL_PYTHON} to a Python 3.8+)") from None
         assert popen.stdin is not None
         try:
             if stdin:

@@ -1,0 +1,168 @@
+"""A run on its own named thread that can be cancelled or left running: what a GUI (or a long CLI) needs.
+
+``RunSession.run()`` blocks until the agent's stream ends.  ``ControlledRun``
+runs it on a thread named ``run-<host>`` and reports through callbacks, which
+are called on that thread (the GUI's bridge turns them into queued signals):
+
+- ``cancel()`` asks the host's agent to stop the run (``agent cancel RUN_ID``);
+  the stream then ends with status ``cancelled`` and a Result, as usual.
+- ``detach()`` stops *following* the run without stopping it: the supervisor on
+  the host is detached (setsid) and keeps writing ``events.jsonl``, so the run
+  can be attached to again later by its ``run_id``.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from app.services.session import Event, EventCallback, RunSession
+from app.services.transport import AgentProcess, Transport
+from remote_agent.protocol import RunSpec
+
+CANCEL_TIMEOUT_S = 30.0
+
+
+def cancel_run(transport: Transport, run_id: str, timeout: float = CANCEL_TIMEOUT_S) -> bool:
+    """Stop a run on its host; True when the agent did (False: it had already ended, or is not there)."""
+    process = transport.start(["cancel", run_id])
+    for _ in process.lines():
+        pass  # `cancel` prints nothing on stdout; drain it so the agent never blocks on a full pipe
+    return process.wait(timeout=timeout) == 0
+
+
+class _TappedTransport(Transport):
+    """Hands every started agent process to ``on_start`` so that a detach can stop following it."""
+
+    def __init__(self, inner: Transport, on_start: Callable[[AgentProcess], None]) -> None:
+        self.inner = inner
+        self.host = inner.host
+        self._on_start = on_start
+
+    def start(self, args: Sequence[str], stdin: bytes | None = None) -> AgentProcess:
+        process = self.inner.start(args, stdin)
+        self._on_start(process)
+        return process
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+
+class ControlledRun:
+    """One RunSession on a named thread, with cancel and detach.
+
+    Exactly one of ``on_done(result)``, ``on_error(exception)`` or
+    ``on_detached(run_id)`` is called when the thread ends; ``on_warning(sentence)``
+    when a cancel could not be delivered (the run then goes on).
+    """
+
+    def __init__(self, transport: Transport, spec: RunSpec, *, on_event: EventCallback,
+                 on_done: Callable[[dict[str, Any]], None], on_error: Callable[[BaseException], None],
+                 on_detached: Callable[[str], None] | None = None,
+                 on_warning: Callable[[str], None] | None = None, run_id: str | None = None) -> None:
+        self.transport = transport
+        self.spec = spec
+        self._on_event = on_event
+        self._on_done = on_done
+        self._on_error = on_error
+        self._on_detached = on_detached
+        self._on_warning = on_warning
+        self._lock = threading.Lock()
+        self._process: AgentProcess | None = None
+        self._detached = False
+        self._cancel_wanted = False
+        self._cancel_sent = False
+        # The supervisor says hello before it installs its SIGTERM handler: a cancel
+        # sent in between would kill it without an `end` event.  Its next event
+        # comes after, so a cancel is held back until then.
+        self._ready = False
+        self._cancel_thread: threading.Thread | None = None
+        self.session = RunSession(_TappedTransport(transport, self._started), spec, run_id=run_id,
+                                  on_event=self._event)
+        self._thread = threading.Thread(target=self._main, name=f"run-{transport.host}", daemon=True)
+
+    @property
+    def run_id(self) -> str:
+        return self.session.run_id
+
+    @property
+    def host(self) -> str:
+        return self.transport.host
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive() or bool(self._cancel_thread and self._cancel_thread.is_alive())
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the run's thread (and a cancel in flight); True when both have ended."""
+        self._thread.join(timeout)
+        cancel = self._cancel_thread
+        if cancel is not None:
+            cancel.join(timeout)
+        return not self.is_alive()
+
+    # ------------------------------------------------------------ control
+    def cancel(self) -> None:
+        """Ask the agent to stop the run (from any thread); the stream ends with status ``cancelled``."""
+        with self._lock:
+            self._cancel_wanted = True
+            send = self._ready and not self._cancel_sent and not self._detached
+            if send:
+                self._cancel_sent = True
+        if send:
+            self._send_cancel()
+
+    def detach(self) -> None:
+        """Stop following the run and leave it running on its host (from any thread)."""
+        with self._lock:
+            self._detached = True
+            process = self._process
+        if process is not None:
+            process.kill()  # the local `agent run` follower, or the SSH channel: not the supervisor
+
+    # ------------------------------------------------------------ thread side
+    def _started(self, process: AgentProcess) -> None:
+        with self._lock:
+            self._process = process
+            detached = self._detached
+        if detached:
+            process.kill()
+
+    def _event(self, event: Event) -> None:
+        self._on_event(event)
+        if event["type"] == "hello" or self._ready:
+            return
+        with self._lock:
+            self._ready = True
+            send = self._cancel_wanted and not self._cancel_sent and not self._detached
+            if send:
+                self._cancel_sent = True
+        if send:
+            self._send_cancel()
+
+    def _send_cancel(self) -> None:
+        def cancel() -> None:
+            try:
+                cancel_run(self.transport, self.run_id)
+            except Exception as exc:  # the run goes on, and its own stream still reports how it ends
+                if self._on_warning is not None:
+                    self._on_warning(f"could not cancel run {self.run_id} on {self.host}: {exc}")
+
+        self._cancel_thread = threading.Thread(target=cancel, name=f"cancel-{self.host}", daemon=True)
+        self._cancel_thread.start()
+
+    def _main(self) -> None:
+        try:
+            result = self.session.run()
+        except BaseException as exc:
+            with self._lock:
+                detached = self._detached
+            if detached:
+                if self._on_detached is not None:
+                    self._on_detached(self.run_id)
+            else:
+                self._on_error(exc)
+            return
+        self._on_done(result)

@@ -1,0 +1,1 @@
+"""Qt-free state the views draw from (live runs as ring buffers)."""

@@ -1,0 +1,257 @@
+"""One live run as data: protocol events in, ring buffers and figures out (no Qt).
+
+The bridge hands each event to ``LiveRunState.apply`` on the UI thread (cheap:
+appends only); the view redraws from these buffers on its own timer and uses
+``version`` to skip runs that did not change.  Times are seconds since the
+run's ``hello``, on the host's clock, so no clock skew between app and host
+shows up on the charts.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from app.core.progress import ProgressTracker
+from app.ui.models.ring import Ring
+
+STEP_CAPACITY = 20_000      # a 20k-step run is drawn whole; longer ones keep their latest steps
+SERIES_CAPACITY = 7_200     # 2 h of 1 Hz telemetry or latency windows
+HEAT_CAPACITY = 1_800       # 30 min of the per-core heat strip
+LOG_CAPACITY = 5_000      # lines held for a view that has not drawn them yet
+PHASE_CAPACITY = 200      # a sweep of 50 batch sizes; looped replays drop their oldest
+ROLLING_STEPS = 20
+BAND_PHASES = ("setup", "compile", "warmup", "measure")
+
+Event = dict[str, Any]
+
+
+def missing_reason(missing: dict[str, str], prefix: str, default: str) -> str:
+    """The reason a sample gave for a metric under ``prefix`` (``devices``, ``host.cpu_pct``...) being null."""
+    for key in sorted(missing):
+        if key == prefix or key.startswith(prefix + "."):
+            return missing[key]
+    return default
+
+
+@dataclass
+class PhaseSpan:
+    name: str
+    start: float
+    end: float | None = None
+    batch_size: int | None = None
+
+
+@dataclass
+class DeviceNow:
+    """A device's latest sample; None is "not measured" (shown as N/A), never zero."""
+
+    index: int
+    kind: str
+    util_pct: float | None
+    mem_used: int | None
+    mem_total: int | None
+
+
+class LiveRunState:
+    """Everything one run's view draws, built from its events."""
+
+    def __init__(self, host: str, spec: Any) -> None:
+        self.host = host
+        self.spec = spec
+        self.run_id: str | None = None
+        self.t0: float | None = None
+        self.last_t = 0.0
+        self.status = "starting"          # starting, running, ok, failed, cancelled, detached
+        self.activity = "starting the agent"
+        self.env: dict[str, Any] | None = None
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        self.events_seen = 0
+        self.version = 0
+        self.progress = ProgressTracker(spec)
+        self.phases: deque[PhaseSpan] = deque(maxlen=PHASE_CAPACITY)
+        # steps: t, dt_s, rolling median dt and rolling throughput (of steps that did not compile), compiled 0/1
+        self.steps = Ring(STEP_CAPACITY, 5)
+        self.compiled_steps = Ring(1_000, 2)          # t, dt_s of steps that compiled a graph
+        self.latency = Ring(SERIES_CAPACITY, 5)       # t, batch size, p50, p90, p99 (ms)
+        self.infer_throughput = Ring(SERIES_CAPACITY, 2)   # t, samples/s over the latency window
+        self.host_series = Ring(SERIES_CAPACITY, 3)   # t, cpu %, memory used %
+        self.heat: Ring | None = None                 # t, then one util % column per device
+        self.devices: list[DeviceNow] = []
+        self.samples_seen = 0
+        self.sample_source: str | None = None
+        self.missing: dict[str, str] = {}
+        # Lines not yet handed to the view's log pane (which keeps the last ones it shows).
+        self._new_logs: list[tuple[float, str, str]] = []
+        self._recent_dt: deque[float] = deque(maxlen=ROLLING_STEPS)
+        self._recent_samples: deque[tuple[float, float]] = deque(maxlen=ROLLING_STEPS)
+        self._last_latency_t: float | None = None
+
+    # ------------------------------------------------------------------ input
+    def apply(self, event: Event) -> None:
+        """Take one validated protocol event."""
+        if self.t0 is None:
+            self.t0 = float(event["t"])
+        self.last_t = max(self.last_t, self._rel(event["t"]))
+        self.events_seen += 1
+        self.version += 1
+        self.progress.update(event)
+        handler = getattr(self, "_on_" + event["type"], None)
+        if handler is not None:
+            handler(event)
+
+    def mark(self, status: str, activity: str) -> None:
+        """A status the app knows and the stream does not (detached, or the agent never answered)."""
+        self.status, self.activity = status, activity
+        self.version += 1
+
+    def fail(self, message: str, detail: str = "", kind: str = "internal") -> None:
+        """The run failed outside the stream (the agent died, the host dropped): keep what was received."""
+        self.error = {"kind": kind, "message": message, "detail": detail}
+        self._log(self.last_t, "error", message)
+        self.mark("failed", "failed")
+
+    def note(self, level: str, message: str) -> None:
+        """A line for the log from the app itself (a cancel that failed, a detach)."""
+        self._log(self.last_t, level, message)
+        self.version += 1
+
+    def take_new_logs(self) -> list[tuple[float, str, str]]:
+        new, self._new_logs = self._new_logs, []
+        return new
+
+    # ---------------------------------------------------------------- events
+    def _rel(self, t: float) -> float:
+        return float(t) - (self.t0 or 0.0)
+
+    def _log(self, t: float, level: str, message: str) -> None:
+        self._new_logs.append((t, level, message))
+        if len(self._new_logs) > LOG_CAPACITY:
+            del self._new_logs[: len(self._new_logs) - LOG_CAPACITY]
+
+    def _on_hello(self, event: Event) -> None:
+        self.run_id = event.get("run_id") or self.run_id
+        self.status, self.activity = "running", "setting up"
+        self._log(0.0, "info", f"agent {event['agent_version']} (Python {event['python']}) started run "
+                               f"{self.run_id}")
+
+    def _on_probe(self, event: Event) -> None:
+        self.env = event.get("env") or {}
+        for warning in self.env.get("warnings") or []:
+            self._log(self._rel(event["t"]), "warning", warning)
+
+    def _on_phase(self, event: Event) -> None:
+        name, t, size = event["name"], self._rel(event["t"]), event.get("batch_size")
+        if event["state"] == "start":
+            if name in BAND_PHASES:
+                self.phases.append(PhaseSpan(name, t, None, size))
+            if name == "measure":
+                self._last_latency_t = None  # a new batch size: its first window starts here
+                if len(self.latency):  # and its curves start afresh: a gap, not a line from the last size
+                    self.latency.append(t, size, None, None, None)
+                    self.infer_throughput.append(t, None)
+            label = {"warmup": "warming up", "measure": "measuring", "compile": "compiling",
+                     "setup": "setting up", "teardown": "finishing"}.get(name, name)
+            self.activity = label + (f" (batch {size})" if size is not None else "")
+            return
+        for span in reversed(self.phases):
+            if span.name == name and span.end is None and span.batch_size == size:
+                span.end = t
+                break
+        if name == "compile" and "seconds" in event:
+            batch = f" batch {size}" if size is not None else ""
+            self._log(t, "info", f"compiled{batch} in {event['seconds']:.2f} s")
+
+    def _on_step(self, event: Event) -> None:
+        t, dt, samples = self._rel(event["t"]), float(event["dt_s"]), float(event["samples"])
+        if event.get("compiled"):
+            self.compiled_steps.append(t, dt)
+            self._log(t, "info", f"step {event['i']} compiled a graph ({dt:.2f} s, kept out of the figures)")
+        else:
+            self._recent_dt.append(dt)
+            self._recent_samples.append((samples, dt))
+        median = statistics.median(self._recent_dt) if self._recent_dt else None
+        total_dt = sum(d for _s, d in self._recent_samples)
+        throughput = sum(s for s, _d in self._recent_samples) / total_dt if total_dt > 0 else None
+        self.steps.append(t, dt, median, throughput, 1.0 if event.get("compiled") else 0.0)
+
+    def _on_latency(self, event: Event) -> None:
+        t = self._rel(event["t"])
+        self.latency.append(t, event["batch_size"], event["p50_ms"], event["p90_ms"], event["p99_ms"])
+        start = self._last_latency_t
+        if start is None:
+            measure = next((s for s in reversed(self.phases) if s.name == "measure"), None)
+            start = measure.start if measure is not None else None
+        if start is not None and t > start:
+            self.infer_throughput.append(t, event["count"] * event["batch_size"] / (t - start))
+        self._last_latency_t = t
+
+    def _on_sample(self, event: Event) -> None:
+        t = self._rel(event["t"])
+        self.samples_seen += 1
+        self.sample_source = event.get("source")
+        self.missing = dict(event.get("missing") or {})
+        host = event.get("host") or {}
+        used, total = host.get("mem_used"), host.get("mem_total")
+        mem_pct = 100.0 * used / total if used is not None and total else None
+        self.host_series.append(t, host.get("cpu_pct"), mem_pct)
+        devices = sorted(event.get("devices") or [], key=lambda d: d.get("index", 0))
+        self.devices = [DeviceNow(int(d.get("index", i)), str(d.get("kind", "?")), d.get("util_pct"),
+                                  d.get("mem_used"), d.get("mem_total")) for i, d in enumerate(devices)]
+        if self.devices:
+            if self.heat is None or self.heat.width != len(self.devices) + 1:
+                self.heat = Ring(HEAT_CAPACITY, len(self.devices) + 1)  # the core count changed: start over
+            self.heat.append(t, *[d.util_pct for d in self.devices])
+
+    def _on_log(self, event: Event) -> None:
+        self._log(self._rel(event["t"]), str(event.get("level", "info")), str(event.get("message", "")))
+
+    def _on_error(self, event: Event) -> None:
+        self.error = {"kind": event.get("kind"), "message": event.get("message"), "detail": event.get("detail", "")}
+        self._log(self._rel(event["t"]), "error", f"{event.get('kind')}: {event.get('message')}")
+
+    def _on_result(self, event: Event) -> None:
+        self.result = event.get("result")
+
+    def _on_end(self, event: Event) -> None:
+        self.status = str(event.get("status"))
+        self.activity = {"ok": "finished", "failed": "failed", "cancelled": "cancelled"}.get(self.status, self.status)
+        self._log(self._rel(event["t"]), "info", f"run {self.status}")
+
+    # ---------------------------------------------------------------- figures
+    @property
+    def finished(self) -> bool:
+        return self.status in ("ok", "failed", "cancelled", "detached")
+
+    @property
+    def device_kind(self) -> str:
+        kinds = {d.kind for d in self.devices}
+        return kinds.pop() if len(kinds) == 1 else "device"
+
+    def latest_step_median(self) -> float | None:
+        last = self.steps.last()
+        return None if last is None or np.isnan(last[2]) else float(last[2])
+
+    def latest_throughput(self) -> float | None:
+        ring = self.steps if self.spec.workload == "train" else self.infer_throughput
+        last = ring.last()
+        if last is None:
+            return None
+        value = last[3] if self.spec.workload == "train" else last[1]
+        return None if np.isnan(value) else float(value)
+
+    def latest_latency(self) -> tuple[float, float, float] | None:
+        last = self.latency.last()
+        if last is None or np.isnan(last[2]):
+            return None
+        return float(last[2]), float(last[3]), float(last[4])
+
+    def latest_host(self) -> tuple[float | None, float | None]:
+        last = self.host_series.last()
+        if last is None:
+            return None, None
+        return (None if np.isnan(last[1]) else float(last[1]), None if np.isnan(last[2]) else float(last[2]))

@@ -1,0 +1,238 @@
+"""``python -m app.ui.screenshots OUTDIR``: every main view rendered to PNG, offscreen, for review and the README.
+
+The live views of training and inference are fed by *real* tiny runs on this
+computer (the test ViT on the cpu backend, seconds each), started from the Run
+button.  Telemetry (``sample`` events) comes with the monitor; until then the
+telemetry view replays a recorded run with hand-mapped neuron-monitor samples
+from ``tests/data/runs`` (its title says so).  Nothing touches the user's
+settings or data: both live in a temporary folder unless ``--data-dir`` says.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QSettings
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QStyleFactory, QWidget
+
+from app.core.presets import TINY_VIT_ARGS
+from app.paths import AppPaths
+from app.services.replay import ReplayTransport, live_stream, read_events, virtual_clock
+from app.ui.app import make_application
+from app.ui.main_window import MainWindow
+from app.ui.settings import AppSettings
+from remote_agent.protocol import RunSpec
+
+RUNS_DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runs"
+WINDOW_SIZE = (1440, 900)
+TINY_MODEL_ARGS = " ".join(f"{k}={v}" for k, v in TINY_VIT_ARGS.items())
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"screenshots: gave up waiting for {what} after {timeout:.0f} s")
+        QTest.qWait(25)
+
+
+def settle(ms: int = 300) -> None:
+    """Let the redraw timer tick and layouts settle before grabbing."""
+    QTest.qWait(ms)
+
+
+def save(widget: QWidget, out: Path, name: str, saved: list[Path]) -> None:
+    settle()
+    path = out / name
+    if not widget.grab().save(str(path)):
+        raise OSError(f"could not write {path}")
+    saved.append(path)
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def new_window(paths: AppPaths, settings_file: Path, **kwargs) -> MainWindow:
+    if settings_file.exists():
+        settings_file.unlink()  # every view starts from a new user's window
+    window = MainWindow(paths, AppSettings(QSettings(str(settings_file), QSettings.Format.IniFormat)), **kwargs)
+    window.resize(*WINDOW_SIZE)
+    window.show()
+    return window
+
+
+def fill_tiny(window: MainWindow, workload: str, **values) -> None:
+    form = {"preset": "", "workload": workload, "model": "vit_tiny_patch16_224", "model_args": TINY_MODEL_ARGS,
+            "backend": "cpu", "precision": "fp32", "workers": 0, "warmup": 3}
+    form.update(values)
+    window.workload.set_form_values(form)
+
+
+def run_from_button(window: MainWindow, timeout: float = 180) -> None:
+    wait_until(lambda: window.run_button.isEnabled(), 30, "the Run button")
+    window.run_button.click()
+    wait_until(lambda: bool(window.runs.views) and not window.runs.active_views(), timeout, "the run to finish")
+
+
+def replay_job(window: MainWindow, events_file: str, title: str, samples: list[dict], loops: int = 1,
+               pace_s: float = 0.0):
+    events = read_events(RUNS_DATA / events_file)
+    spec = RunSpec.from_dict(next(e for e in events if e["type"] == "result")["result"]["spec"])
+    transport = ReplayTransport(lambda: live_stream(events, samples, every=10, loops=loops), title,
+                                pace=lambda e: 0.0 if e.get("type") == "sample" else pace_s,
+                                clock=lambda: virtual_clock(10.0))
+    job = window.bridge.start_run(transport, spec)
+    view = window.runs.add_run(job, title)
+    job.start()
+    return view
+
+
+def dark_palette() -> QPalette:
+    """A dark palette as a desktop's dark theme would give (to check that nothing is hard-coded light)."""
+    pal = QPalette()
+    roles = {QPalette.ColorRole.Window: "#202124", QPalette.ColorRole.WindowText: "#e8eaed",
+             QPalette.ColorRole.Base: "#171717", QPalette.ColorRole.AlternateBase: "#2a2a2a",
+             QPalette.ColorRole.Text: "#e8eaed", QPalette.ColorRole.Button: "#2d2e30",
+             QPalette.ColorRole.ButtonText: "#e8eaed", QPalette.ColorRole.Highlight: "#3b78c4",
+             QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: "#2d2e30",
+             QPalette.ColorRole.ToolTipText: "#e8eaed", QPalette.ColorRole.PlaceholderText: "#9aa0a6"}
+    for role, colour in roles.items():
+        pal.setColor(role, QColor(colour))
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):
+        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor("#7f8388"))
+    return pal
+
+
+class Shots:
+    """The views to render, in order; each method makes one PNG."""
+
+    def __init__(self, out: Path, paths: AppPaths) -> None:
+        self.out, self.paths = out, paths
+        self.saved: list[Path] = []
+        self.settings_file = out / ".screenshots-settings.ini"
+        self.samples = read_events(RUNS_DATA / "samples-trn1-2xlarge.jsonl")
+
+    def window(self, **kwargs) -> MainWindow:
+        return new_window(self.paths, self.settings_file, **kwargs)
+
+    def save(self, window: MainWindow, name: str) -> None:
+        save(window, self.out, name, self.saved)
+        window.close()
+
+    def shot_01_main_window(self) -> None:
+        """What a new user sees: This computer probed and ticked, the quick-start workload, Run enabled."""
+        window = self.window()
+        wait_until(lambda: window.sidebar.rows["local"].status in ("ok", "failed"), 120, "the probe")
+        self.save(window, "01-main-window.png")
+
+    def shot_02_validation(self) -> None:
+        """Validation as you type: the engine's sentence, the field marked, Run disabled."""
+        window = self.window(load_models=False)
+        wait_until(lambda: window.sidebar.rows["local"].status in ("ok", "failed"), 120, "the probe")
+        window.workload.warmup.setValue(40)
+        self.save(window, "02-validation.png")
+
+    def shot_03_live_train(self) -> None:
+        """A real tiny training run from the Run button."""
+        window = self.window(probe_hosts=False)
+        fill_tiny(window, "train", batch_sizes="8", steps=400)
+        run_from_button(window)
+        self.save(window, "03-live-train.png")
+
+    def shot_04_live_infer(self) -> None:
+        """A real tiny inference sweep, its result table shown."""
+        window = self.window(probe_hosts=False)
+        fill_tiny(window, "infer", batch_sizes="1,4", duration=1.5, min_iters=100)
+        run_from_button(window)
+        window.runs.views[0].tabs.setCurrentIndex(1)
+        self.save(window, "04-live-infer.png")
+
+    def shot_05_live_telemetry(self) -> None:
+        """A recorded torch-xla run, looped, with neuron-monitor samples of a trn1.2xlarge training."""
+        window = self.window(probe_hosts=False, load_models=False)
+        view = replay_job(window, "train-xla-tiny.events.jsonl", "replay: trn1.2xlarge telemetry", self.samples,
+                          loops=6)
+        wait_until(lambda: view.state.finished, 60, "the telemetry replay")
+        self.save(window, "05-live-telemetry.png")
+
+    def shot_06_side_by_side(self) -> None:
+        """Several hosts side by side, caught mid-run."""
+        window = self.window(probe_hosts=False, load_models=False)
+        views = [replay_job(window, "train-xla-tiny.events.jsonl", "replay: trn1 (xla)", self.samples, loops=40,
+                            pace_s=0.004),
+                 replay_job(window, "infer-cpu-tiny.events.jsonl", "replay: inf2 (infer)", self.samples[10:],
+                            loops=40, pace_s=0.004),
+                 replay_job(window, "train-cpu-tiny.events.jsonl", "replay: c7i (cpu)", [], loops=40, pace_s=0.004)]
+        wait_until(lambda: all(v.state.events_seen > 400 for v in views), 60, "the side-by-side replays")
+        settle()
+        grab = window.grab()
+        window.cancel_runs()
+        wait_until(lambda: not window.runs.active_views(), 30, "the replays to stop")
+        path = self.out / "06-side-by-side.png"
+        grab.save(str(path))
+        self.saved.append(path)
+        window.close()
+
+    def shot_07_error(self) -> None:
+        """An error from the engine: an unknown model (the sentence; "Details" appears when there is evidence)."""
+        window = self.window(probe_hosts=False)
+        fill_tiny(window, "train", batch_sizes="4", steps=6, model="vit_tinny_patch16_224")
+        run_from_button(window)
+        wait_until(lambda: bool(window.errors.entries), 10, "the error panel")
+        self.save(window, "07-error.png")
+
+    def shot_08_dark_palette(self) -> None:
+        """The same app under a dark system palette."""
+        app = make_application()
+        style, palette = app.style().name(), app.palette()
+        app.setStyle(QStyleFactory.create("Fusion"))
+        app.setPalette(dark_palette())
+        try:
+            window = self.window(probe_hosts=False, load_models=False)
+            view = replay_job(window, "infer-cpu-tiny.events.jsonl", "replay: inf2 (dark palette)",
+                              self.samples[12:], loops=3)
+            wait_until(lambda: view.state.finished, 60, "the dark-palette replay")
+            self.save(window, "08-dark-palette.png")
+        finally:
+            app.setStyle(QStyleFactory.create(style))
+            app.setPalette(palette)
+
+    def all(self) -> list[str]:
+        return sorted(name for name in dir(self) if name.startswith("shot_"))
+
+
+def render_all(out: Path, paths: AppPaths, only: list[str] | None = None) -> list[Path]:
+    """Render every view (or those whose number is in ``only``); returns the files written."""
+    make_application()
+    shots = Shots(out, paths)
+    for name in shots.all():
+        if only and name.split("_")[1] not in only:
+            continue
+        getattr(shots, name)()
+    return shots.saved
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app.ui.screenshots", description=__doc__.splitlines()[0])
+    parser.add_argument("outdir", help="folder for the PNG files (created if missing)")
+    parser.add_argument("--data-dir", help="NeuronBench data folder for the real runs (default: a temporary one)")
+    parser.add_argument("--only", help="comma-separated view numbers to render, e.g. 05,06 (default: all)")
+    args = parser.parse_args(argv)
+    out = Path(args.outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="nb-screens-") as scratch:
+        paths = AppPaths.resolve(args.data_dir or scratch)
+        saved = render_all(out, paths, args.only.split(",") if args.only else None)
+    print("\n".join(str(p) for p in saved))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

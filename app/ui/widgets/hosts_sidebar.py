@@ -1,0 +1,134 @@
+"""The hosts sidebar: a status dot, instance type, NeuronCores/GPUs and price per hour for each host.
+
+Hosts are ticked to run on them (one or many); "This computer" is always there
+and ticked for a new user, so Run works at once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QAbstractItemView, QListWidget, QListWidgetItem, QWidget
+
+from app.core.hosts import HostProfile
+from app.ui import theme
+
+NAME_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+@dataclass
+class HostRow:
+    """What the sidebar knows of a host: its profile, and what its last probe said."""
+
+    profile: HostProfile
+    status: str = "unknown"           # unknown, probing, ok, failed
+    env: dict[str, Any] | None = None
+    price_per_hour: float | None = None
+    problem: str = ""
+
+    @property
+    def title(self) -> str:
+        return "This computer" if self.profile.local else self.profile.name
+
+    @property
+    def instance_type(self) -> str | None:
+        return self.profile.instance_type or (self.env or {}).get("instance_type")
+
+    def accelerators(self) -> str:
+        env = self.env or {}
+        if self.status == "probing" and not env:
+            return "probing…"
+        if not env:
+            return "not probed yet" if self.status != "failed" else "probe failed"
+        if env.get("neuron_cores"):
+            return f"{env['neuron_cores']} NeuronCores"
+        if env.get("gpus"):
+            return f"{env['gpus']} GPU{'s' if env['gpus'] != 1 else ''}"
+        cpu = env.get("cpu") or {}
+        return f"{cpu.get('count', '?')} CPUs, no accelerator"
+
+    def detail(self) -> str:
+        kind = self.instance_type or ("not EC2" if self.env else "instance type N/A")
+        price = "N/A" if self.price_per_hour is None else f"${self.price_per_hour:.3f}"
+        return f"{kind} · {self.accelerators()} · {price}/h"
+
+
+class HostsSidebar(QListWidget):
+    checked_changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.rows: dict[str, HostRow] = {}
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setIconSize(QSize(12, 12))
+        self.setWordWrap(True)
+        self.setUniformItemSizes(False)
+        self.setSpacing(2)
+        self.itemChanged.connect(self._on_item_changed)
+
+    def set_hosts(self, profiles: list[HostProfile], checked: list[str] | None) -> None:
+        """Show ``profiles``; tick ``checked`` (None: just "This computer")."""
+        self.blockSignals(True)
+        self.clear()
+        self.rows = {}
+        for profile in profiles:
+            row = HostRow(profile)
+            self.rows[profile.name] = row
+            item = QListWidgetItem()
+            item.setData(NAME_ROLE, profile.name)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            ticked = profile.local if checked is None else profile.name in checked
+            item.setCheckState(Qt.CheckState.Checked if ticked else Qt.CheckState.Unchecked)
+            self.addItem(item)
+            self._draw(item, row)
+        if self.count():
+            self.setCurrentRow(0)
+        self.blockSignals(False)
+        self.checked_changed.emit()
+
+    def update_row(self, name: str, **changes: Any) -> None:
+        row = self.rows.get(name)
+        if row is None:
+            return
+        for key, value in changes.items():
+            setattr(row, key, value)
+        item = self._item(name)
+        if item is not None:
+            self.blockSignals(True)
+            self._draw(item, row)
+            self.blockSignals(False)
+
+    def checked(self) -> list[HostProfile]:
+        return [self.rows[self.item(i).data(NAME_ROLE)].profile for i in range(self.count())
+                if self.item(i).checkState() == Qt.CheckState.Checked]
+
+    def set_checked(self, name: str, ticked: bool) -> None:
+        item = self._item(name)
+        if item is not None:
+            item.setCheckState(Qt.CheckState.Checked if ticked else Qt.CheckState.Unchecked)
+
+    def _item(self, name: str) -> QListWidgetItem | None:
+        for i in range(self.count()):
+            if self.item(i).data(NAME_ROLE) == name:
+                return self.item(i)
+        return None
+
+    def _draw(self, item: QListWidgetItem, row: HostRow) -> None:
+        item.setText(f"{row.title}\n{row.detail()}")
+        item.setIcon(QIcon(theme.status_dot(row.status, self.palette())))
+        tip = row.profile.name if row.profile.local else f"{row.profile.user or ''}@{row.profile.hostname}"
+        item.setToolTip(f"{tip}\n{row.problem}" if row.problem else tip)
+
+    def _on_item_changed(self, _item: QListWidgetItem) -> None:
+        self.checked_changed.emit()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange:
+            for i in range(self.count()):
+                item = self.item(i)
+                row = self.rows.get(item.data(NAME_ROLE))
+                if row is not None:
+                    self._draw(item, row)

@@ -1,0 +1,384 @@
+"""The live view of one run on one host: progress, phase band, step time or latency, throughput,
+per-core utilisation and memory, host CPU and memory, the log, and the result when it ends.
+
+Events are applied to a ``LiveRunState`` as they arrive (appends only); the
+charts are redrawn by ``refresh()``, which the runs area calls on one ~10 Hz
+timer for every view: one ``setData`` per curve, and nothing at all for a run
+that did not change (STYLE.md habit 6).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.cli.text import format_result
+from app.core.specs import spec_summary
+from app.ui import theme
+from app.ui.bridge import QUEUED, RunJob
+from app.ui.models.run_state import LiveRunState, missing_reason
+from app.ui.widgets.charts import (
+    live_curve,
+    new_plot,
+    nice_ceiling,
+    set_curve,
+    set_range,
+    set_title,
+    style_layout,
+    style_plot,
+)
+from app.ui.widgets.device_charts import MemoryBars, UtilisationCharts
+from app.ui.widgets.error_panel import describe_exception
+from app.ui.widgets.log_pane import LogPane
+from app.ui.widgets.phase_band import PhaseBand
+
+MIN_X_SPAN_S = 5.0
+STEP_TITLE = "Step time (s), rolling median"
+# Titles name their curves in the curves' colours (a legend would sit on the data): {0} is series 0...
+LATENCY_TITLE = "Latency (ms): {0}p50{end} · {1}p90{end} · {2}p99{end}"
+HOST_TITLE = "Host {0}CPU{end} and {1}memory{end} (%)"
+
+
+def keyed(title: str, pal) -> str:
+    """A title whose {n}...{end} words are coloured like series n (rich text for pyqtgraph's LabelItem)."""
+    colours = [f'<span style="color:{theme.series_colour(i, pal).name()}">' for i in range(3)]
+    return title.format(*colours, end="</span>")
+
+
+AXIS_TOP_STEPS = 2_000  # the step-time axis fits the latest steps (a percentile of all would cost O(n) a redraw)
+
+
+def step_axis_top(steps: np.ndarray) -> float:
+    """The step-time axis' top: room for the steady steps (their 98th percentile x 1.6), not for compiles."""
+    recent = steps[-AXIS_TOP_STEPS:]
+    steady = recent[recent[:, 4] == 0, 1]
+    steady = steady[~np.isnan(steady)]
+    if len(steady):
+        return max(float(np.percentile(steady, 98)) * 1.6, 1e-6)
+    return float(np.nanmax(recent[:, 1])) * 1.1 if len(recent) else 1.0
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "ETA --"
+    seconds = int(round(seconds))
+    return f"ETA {seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"ETA {seconds} s"
+
+
+def _set_text(label: QLabel, text: str) -> None:
+    """Relabel only on change: a label that changes size relayouts the whole view."""
+    if label.text() != text:
+        label.setText(text)
+
+
+def _num(value: float | None, fmt: str, unit: str = "") -> str:
+    return "N/A" if value is None else f"{value:{fmt}}{unit}"
+
+
+class LiveRunView(QFrame):
+    """One host's run.  ``error_raised(title, message, detail)`` feeds the window's error panel."""
+
+    error_raised = Signal(str, str, str)
+    finished = Signal(object)  # self
+
+    def __init__(self, job: RunJob, title: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.job = job
+        self.title = title
+        self.state = LiveRunState(job.host, job.spec)
+        self._drawn_version = -1
+        self.done = False  # the run's thread has reported how it ended (result, failure or detach)
+        self._dot_status = ""
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setObjectName(f"live-run-{job.host}")
+        pal = self.palette()
+
+        # ---- header: who, what, how far
+        self.dot = QLabel()
+        self.heading = QLabel(f"<b>{title}</b> · {spec_summary(job.spec)}")
+        self.heading.setTextFormat(Qt.TextFormat.RichText)
+        self.heading.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.heading.setToolTip(f"run {job.run_id} on {job.control.transport.describe()}")
+        self.activity = QLabel()
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("stop this run on its host")
+        self.cancel_button.setAutoDefault(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setFormat("%p%")
+        self.eta = QLabel(format_eta(None))
+        self.figures = QLabel()
+        self.figures.setTextFormat(Qt.TextFormat.RichText)
+        self.figures.setWordWrap(True)
+
+        head = QHBoxLayout()
+        head.addWidget(self.dot)
+        head.addWidget(self.heading, 1)
+        head.addWidget(self.activity)
+        head.addWidget(self.cancel_button)
+        bar = QHBoxLayout()
+        bar.addWidget(self.progress, 1)
+        bar.addWidget(self.eta)
+
+        # ---- charts, one GraphicsLayoutWidget (one scene to paint, not seven)
+        self.charts = pg.GraphicsLayoutWidget()
+        self.charts.setMinimumHeight(330)
+        style_layout(self.charts, pal)
+        self.charts.ci.setSpacing(4)
+        train = job.spec.workload == "train"
+        # One phase band over each column of charts: each lines up with the time axes under it.
+        self.bands = [PhaseBand(pg.PlotItem(), pal) for _ in (0, 1)]
+        if train:
+            self.main = new_plot(STEP_TITLE, "step time", pal, units="s")
+            raw = theme.plot_foreground(pal)
+            raw.setAlpha(90)  # each step faint (in the text colour), their rolling median in colour
+            self.step_curve = live_curve(self.main, raw)
+            self.median_curve = live_curve(self.main, theme.series_colour(0, pal))
+            self.compiled_curve = live_curve(self.main, theme.series_colour(5, pal), symbol="t1", symbol_size=8)
+        else:
+            self.main = new_plot(LATENCY_TITLE, "ms", pal)
+            self.latency_curves = [live_curve(self.main, theme.series_colour(i, pal), name=name)
+                                   for i, name in enumerate(("p50", "p90", "p99"))]
+        self.throughput = new_plot("Throughput (samples/s)", "samples/s", pal)
+        self.throughput_curve = live_curve(self.throughput, theme.series_colour(2, pal))
+        util_bars = new_plot("Core utilisation now (%)", "%", pal)
+        heat = new_plot("Core utilisation over time", "core", pal)
+        self.util = UtilisationCharts(util_bars, heat, pal)
+        self.memory = MemoryBars(new_plot("Memory per core (GiB)", "GiB", pal), pal)
+        self.host_plot = new_plot(HOST_TITLE, "%", pal)
+        self.host_plot.setYRange(0, 105, padding=0)
+        self.cpu_curve = live_curve(self.host_plot, theme.series_colour(0, pal), name="CPU")
+        self.mem_curve = live_curve(self.host_plot, theme.series_colour(1, pal), name="memory")
+        self.time_plots = [self.main, self.throughput, heat, self.host_plot, *(b.plot for b in self.bands)]
+        for plot in self.time_plots[1:]:
+            plot.setXLink(self.main)
+        self.host_plot.getAxis("bottom").setLabel("seconds since the run started")
+        self.plots = [self.main, self.throughput, util_bars, heat, self.memory.plot, self.host_plot]
+        if not train:
+            set_title(self.main, keyed(LATENCY_TITLE, pal), pal)
+        self.chart_columns = 0
+        self.set_chart_columns(2)
+
+        # ---- log and result
+        self.log = LogPane()
+        self.result_text = QPlainTextEdit()
+        self.result_text.setReadOnly(True)
+        self.result_text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.result_text.setPlaceholderText("The result appears here when the run ends.")
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.log, "Log")
+        self.tabs.addTab(self.result_text, "Result")
+        self.tabs.setDocumentMode(True)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.charts)
+        split.addWidget(self.tabs)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+        split.setChildrenCollapsible(False)
+        split.setSizes([700, 170])
+        self.tabs.setMinimumHeight(90)
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(8, 8, 8, 8)
+        outer.addLayout(head)
+        outer.addLayout(bar)
+        outer.addWidget(self.figures)
+        outer.addWidget(split, 1)
+
+        self.cancel_button.clicked.connect(self.cancel)
+        job.event.connect(self.on_event, QUEUED)
+        job.done.connect(self.on_done, QUEUED)
+        job.failed.connect(self.on_failed, QUEUED)
+        job.detached.connect(self.on_detached, QUEUED)
+        job.warning.connect(self.on_warning, QUEUED)
+        self.refresh()
+
+    # ------------------------------------------------------------ layout
+    def set_chart_columns(self, columns: int) -> None:
+        """Charts two abreast (a run alone), or stacked in one column (runs side by side)."""
+        if columns == self.chart_columns:
+            return
+        self.chart_columns = columns
+        layout = self.charts.ci
+        placed = [self.bands[0].plot, self.bands[1].plot, *self.plots]
+        for item in placed:
+            if item in layout.items:
+                layout.removeItem(item)
+        util_bars, heat = self.util.bars_plot, self.util.heat_plot
+        if columns == 2:
+            grid = [[self.bands[0].plot, self.bands[1].plot], [self.main, self.throughput], [util_bars, heat],
+                    [self.memory.plot, self.host_plot]]
+        else:
+            grid = [[self.bands[0].plot], [self.main], [self.throughput], [heat], [self.host_plot], [util_bars],
+                    [self.memory.plot]]
+        for row, items in enumerate(grid):
+            for col, item in enumerate(items):
+                layout.addItem(item, row=row, col=col)
+        self.bands[1].plot.setVisible(columns == 2)
+
+    # ------------------------------------------------------------ from the bridge (UI thread)
+    @Slot(object)
+    def on_event(self, event: dict[str, Any]) -> None:
+        self.state.apply(event)
+
+    @Slot(object)
+    def on_done(self, result: dict[str, Any]) -> None:
+        self.state.result = result
+        if self.state.status not in ("ok", "failed", "cancelled"):
+            self.state.mark(str(result.get("status")), str(result.get("status")))
+        self.result_text.setPlainText(format_result(result))
+        if result.get("status") == "failed":
+            error = result.get("error") or {}
+            self.error_raised.emit(f"{self.title}: the run failed", str(error.get("message") or "no reason given"),
+                                   str(error.get("detail") or ""))
+        self._end()
+
+    @Slot(object)
+    def on_failed(self, exc: BaseException) -> None:
+        message, detail = describe_exception(exc)
+        self.state.fail(message, detail, getattr(exc, "kind", type(exc).__name__))
+        self.error_raised.emit(f"{self.title}: the run failed", message, detail)
+        self._end()
+
+    @Slot(str)
+    def on_detached(self, run_id: str) -> None:
+        self.state.mark("detached", "still running on the host")
+        self._end()
+
+    @Slot(str)
+    def on_warning(self, message: str) -> None:
+        self.state.note("warning", message)
+
+    def cancel(self) -> None:
+        if not self.done:
+            self.job.cancel()
+            self.state.mark(self.state.status, "cancelling…")
+            self.cancel_button.setEnabled(False)
+
+    def _end(self) -> None:
+        self.done = True
+        self.cancel_button.setEnabled(False)
+        self.refresh()
+        self.finished.emit(self)
+
+    # ------------------------------------------------------------ drawing (the timer calls this)
+    def refresh(self) -> None:
+        state = self.state
+        if state.version == self._drawn_version:
+            return
+        self._drawn_version = state.version
+        pal = self.palette()
+        status = state.status if state.status != "starting" else "running"
+        if status != self._dot_status:
+            self._dot_status = status
+            self.dot.setPixmap(theme.status_dot(status, pal))
+        _set_text(self.activity, state.activity)
+        self.progress.setValue(int(round(state.progress.fraction * 1000)))
+        _set_text(self.eta, "" if state.finished else format_eta(state.progress.eta_s))
+        _set_text(self.figures, self._figures_text())
+        self.log.add(state.take_new_logs())
+        span = nice_ceiling(max(state.last_t * 1.02, MIN_X_SPAN_S))
+        set_range(self.main, "x", span)
+        phases = list(state.phases)
+        for band in self.bands:
+            band.update(phases, state.last_t, span)
+        if state.spec.workload == "train":
+            steps = state.steps.array()
+            # Compiled steps are the ▲ markers; on the line they would draw a cliff of seconds.
+            set_curve(self.step_curve, steps[:, 0], np.where(steps[:, 4] == 0, steps[:, 1], np.nan))
+            set_curve(self.median_curve, steps[:, 0], steps[:, 2])
+            compiled = state.compiled_steps.array()
+            top = nice_ceiling(step_axis_top(steps))
+            set_range(self.main, "y", top)
+            # A compile takes seconds, a step milliseconds: compiled steps sit on the top edge when off scale.
+            set_curve(self.compiled_curve, compiled[:, 0], np.minimum(compiled[:, 1], top * 0.97))
+            clipped = bool(len(compiled)) and float(np.nanmax(compiled[:, 1])) > top
+            set_title(self.main, STEP_TITLE + (" · ▲ compiled (off scale)" if clipped else
+                                               " · ▲ compiled" if len(compiled) else ""), pal)
+            set_curve(self.throughput_curve, steps[:, 0], steps[:, 3])
+            set_range(self.throughput, "y", nice_ceiling(float(np.nanmax(steps[:, 3], initial=0.0)) * 1.1))
+        else:
+            latency = state.latency.array()
+            for i, curve in enumerate(self.latency_curves):
+                set_curve(curve, latency[:, 0], latency[:, 2 + i])
+            rate = state.infer_throughput.array()
+            set_curve(self.throughput_curve, rate[:, 0], rate[:, 1])
+            set_range(self.throughput, "y", nice_ceiling(float(np.nanmax(rate[:, 1], initial=0.0)) * 1.1))
+            set_range(self.main, "y", nice_ceiling(float(np.nanmax(latency[:, 4], initial=0.0)) * 1.1))
+        self.util.update(state.devices, state.heat, state.samples_seen, state.missing)
+        self.memory.update(state.devices, state.samples_seen, state.missing)
+        host = state.host_series.array()
+        set_curve(self.cpu_curve, host[:, 0], host[:, 1])
+        set_curve(self.mem_curve, host[:, 0], host[:, 2])
+        cpu, mem = state.latest_host()
+        if not state.samples_seen:
+            note = " · no telemetry yet"
+        elif cpu is None and mem is None:
+            note = " · N/A: " + missing_reason(state.missing, "host", "not measured")
+        else:
+            note = ""
+        set_title(self.host_plot, keyed(HOST_TITLE, pal) + note, pal)
+
+    def _figures_text(self) -> str:
+        state = self.state
+        parts = []
+        if state.spec.workload == "train":
+            parts.append(f"step {state.progress.step}/{state.spec.steps}")
+            parts.append(f"step time (median of last 20) <b>{_num(state.latest_step_median(), '.4f', ' s')}</b>")
+        else:
+            lat = state.latest_latency()
+            parts.append(f"p50 <b>{_num(lat[0] if lat else None, '.2f', ' ms')}</b>")
+            parts.append(f"p99 <b>{_num(lat[2] if lat else None, '.2f', ' ms')}</b>")
+        parts.append(f"throughput <b>{_num(state.latest_throughput(), ',.1f', ' samples/s')}</b>")
+        cpu, mem = state.latest_host()
+        parts.append(f"host CPU {_num(cpu, '.0f', '%')}")
+        parts.append(f"memory {_num(mem, '.0f', '%')}")
+        return " · ".join(parts)
+
+    # ------------------------------------------------------------ palette (light/dark switch)
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange and hasattr(self, "plots"):
+            pal = self.palette()
+            style_layout(self.charts, pal)
+            for plot in self.plots:
+                style_plot(plot, pal)
+            for band in self.bands:
+                band.restyle(pal)
+            if self.state.spec.workload != "train":
+                set_title(self.main, keyed(LATENCY_TITLE, pal), pal)
+            self.util.restyle(pal)
+            self.memory.restyle(pal)
+            self._drawn_version = -1
+            self._dot_status = ""
+            self.refresh()
+
+    # ------------------------------------------------------------ for tests and screenshots
+    def plot_data(self) -> dict[str, np.ndarray]:
+        """What each curve holds now (x and y per curve name)."""
+        curves = {"throughput": self.throughput_curve, "host_cpu": self.cpu_curve, "host_mem": self.mem_curve}
+        if self.state.spec.workload == "train":
+            curves.update(step_time=self.step_curve, step_median=self.median_curve, compiled=self.compiled_curve)
+        else:
+            curves.update(zip(("p50", "p90", "p99"), self.latency_curves, strict=True))
+        out = {}
+        for name, curve in curves.items():
+            _x, y = curve.getOriginalDataset()
+            out[name] = np.asarray(y if y is not None else [], dtype=float)
+        return out

@@ -1,0 +1,283 @@
+"""What to run: workload, model, batch sizes, steps... validated by the engine as you type."""
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.errors import BadSpecError
+from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
+from app.core.specs import build_spec, flag_for, parse_batch_sizes, parse_model_args
+from app.ui import theme
+from app.ui.widgets.model_picker import ModelPicker
+from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec
+
+DEFAULT_PRESET = "quickstart"
+CUSTOM = ""
+WORKLOAD_LABELS = {"train": "Training", "infer": "Inference"}
+TRAIN_ONLY = ("steps", "workers")
+INFER_ONLY = ("duration", "min_iters")
+
+
+def _model_args_text(args: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in args.items())
+
+
+class WorkloadPanel(QWidget):
+    """The workload form.  ``spec()`` is the RunSpec to run; ``valid`` says whether there is one."""
+
+    validity_changed = Signal(bool)
+    edited = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.valid = False
+        self.error_field: str | None = None
+        self._spec: RunSpec | None = None
+        self._batch_text = {"train": "8", "infer": ",".join(str(b) for b in INFER_DEFAULT_BATCH_SIZES)}
+        self._filling = False
+        help_ = RunSpec.field_help()
+
+        self.preset = QComboBox()
+        self.preset.addItem("Custom", CUSTOM)
+        for preset in PRESETS.values():
+            self.preset.addItem(preset.name, preset.name)
+            self.preset.setItemData(self.preset.count() - 1, preset.title, Qt.ItemDataRole.ToolTipRole)
+        self.preset.setToolTip("start from a ready-made spec; any change makes it Custom")
+        self.workload = QComboBox()
+        for name in WORKLOADS:
+            self.workload.addItem(WORKLOAD_LABELS[name], name)
+        self.model = ModelPicker()
+        self.model_args = QLineEdit()
+        self.model_args.setPlaceholderText("e.g. img_size=32 depth=2 (optional)")
+        self.backend = QComboBox()
+        self.backend.addItems(BACKENDS)
+        self.precision = QComboBox()
+        self.precision.addItems(PRECISIONS)
+        self.batch_sizes = QLineEdit()
+        self.batch_sizes.setPlaceholderText("8, or 1,4,16 for an inference sweep")
+        self.steps = self._spin(1, 10_000_000)
+        self.warmup = self._spin(0, 10_000_000)
+        self.duration = QDoubleSpinBox()
+        self.duration.setRange(0.1, 86_400.0)
+        self.duration.setDecimals(1)
+        self.duration.setSuffix(" s")
+        self.min_iters = self._spin(1, 100_000_000)
+        self.nproc = self._spin(1, 256)
+        self.workers = self._spin(0, 64)
+
+        self.fields: dict[str, QWidget] = {
+            "workload": self.workload, "model": self.model, "model_args": self.model_args,
+            "backend": self.backend, "precision": self.precision, "batch_sizes": self.batch_sizes,
+            "steps": self.steps, "warmup": self.warmup, "duration": self.duration, "min_iters": self.min_iters,
+            "nproc": self.nproc, "workers": self.workers,
+        }
+        labels = {"workload": "Workload", "model": "Model", "model_args": "Model args", "backend": "Backend",
+                  "precision": "Precision", "batch_sizes": "Batch size(s)", "steps": "Steps",
+                  "warmup": "Warm-up", "duration": "Duration", "min_iters": "Min. requests",
+                  "nproc": "Cores / processes", "workers": "Loader workers"}
+        self.form = QFormLayout()
+        self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.form.addRow("Preset", self.preset)
+        self.labels: dict[str, QLabel] = {}
+        for name, widget in self.fields.items():
+            meta = help_.get(name, {})
+            tip = meta.get("help", "")
+            flag = flag_for(name)
+            widget.setToolTip(f"{tip}\n(CLI: {flag})" if tip else flag)
+            label = QLabel(labels[name])
+            label.setToolTip(widget.toolTip())
+            label.setBuddy(widget)
+            self.labels[name] = label
+            self.form.addRow(label, widget)
+
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setObjectName("validation-message")
+        self.message.hide()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(self.form)
+        layout.addWidget(self.message)
+
+        self.preset.currentIndexChanged.connect(self._on_preset)
+        self.workload.currentIndexChanged.connect(self._on_workload)
+        for name, widget in self.fields.items():
+            if name == "workload":
+                continue
+            if isinstance(widget, QComboBox):
+                widget.currentIndexChanged.connect(self._on_edit)
+            elif isinstance(widget, QLineEdit):
+                widget.textChanged.connect(self._on_edit)
+            else:
+                widget.valueChanged.connect(self._on_edit)
+        self.apply_preset(DEFAULT_PRESET)
+
+    @staticmethod
+    def _spin(low: int, high: int) -> QSpinBox:
+        spin = QSpinBox()
+        spin.setRange(low, high)
+        spin.setGroupSeparatorShown(True)
+        return spin
+
+    # ------------------------------------------------------------ reading and writing the form
+    def current_workload(self) -> str:
+        return str(self.workload.currentData())
+
+    def form_values(self) -> dict[str, Any]:
+        """The raw form (what the user typed, valid or not): what the app remembers."""
+        return {
+            "preset": self.preset.currentData(), "workload": self.current_workload(), "model": self.model.text(),
+            "model_args": self.model_args.text(), "backend": self.backend.currentText(),
+            "precision": self.precision.currentText(), "batch_sizes": self.batch_sizes.text(),
+            "steps": self.steps.value(), "warmup": self.warmup.value(), "duration": self.duration.value(),
+            "min_iters": self.min_iters.value(), "nproc": self.nproc.value(), "workers": self.workers.value(),
+        }
+
+    def set_form_values(self, values: dict[str, Any]) -> None:
+        """Restore a remembered form; unknown or missing keys keep their current value."""
+        self._filling = True
+        try:
+            self._set_combo_data(self.workload, values.get("workload"))
+            for name in ("model", "model_args", "batch_sizes"):
+                if isinstance(values.get(name), str):
+                    self.fields[name].setText(values[name])  # type: ignore[attr-defined]
+                    self.fields[name].setCursorPosition(0)  # type: ignore[attr-defined]  # show the start
+            for name in ("backend", "precision"):
+                combo = self.fields[name]
+                if values.get(name) in [combo.itemText(i) for i in range(combo.count())]:  # type: ignore[attr-defined]
+                    combo.setCurrentText(values[name])  # type: ignore[attr-defined]
+            for name in ("steps", "warmup", "min_iters", "nproc", "workers"):
+                if isinstance(values.get(name), int):
+                    self.fields[name].setValue(values[name])  # type: ignore[attr-defined]
+            if isinstance(values.get("duration"), (int, float)):
+                self.duration.setValue(float(values["duration"]))
+            self._set_combo_data(self.preset, values.get("preset", CUSTOM))
+        finally:
+            self._filling = False
+        self._show_rows()
+        self.validate()
+
+    def apply_preset(self, name: str) -> None:
+        spec = PRESETS[name].spec
+        self.set_form_values({
+            "preset": name, "workload": spec.workload, "model": spec.model,
+            "model_args": _model_args_text(spec.model_args), "backend": spec.backend, "precision": spec.precision,
+            "batch_sizes": ",".join(str(b) for b in spec.batch_sizes), "steps": spec.steps, "warmup": spec.warmup,
+            "duration": spec.duration, "min_iters": spec.min_iters, "nproc": spec.nproc, "workers": spec.workers,
+        })
+
+    @staticmethod
+    def _set_combo_data(combo: QComboBox, data: Any) -> None:
+        index = combo.findData(data)
+        if index >= 0:
+            combo.setCurrentIndex(index)
+
+    # ------------------------------------------------------------ validation
+    def build(self) -> RunSpec:
+        """The RunSpec of the form; raises BadSpecError with the engine's sentence."""
+        workload = self.current_workload()
+        try:
+            args = parse_model_args(shlex.split(self.model_args.text()))
+        except ValueError as exc:  # unbalanced quotes
+            error = BadSpecError(f"--model-arg: {exc}")
+            error.field = "model_args"
+            raise error from None
+        except BadSpecError as exc:
+            exc.field = "model_args"
+            raise
+        try:
+            sizes = parse_batch_sizes(self.batch_sizes.text())
+        except BadSpecError as exc:
+            exc.field = "batch_sizes"
+            raise
+        return build_spec(RunSpec(workload=workload), workload=workload, model=self.model.text().strip(),
+                          model_args=args, backend=self.backend.currentText(),
+                          precision=self.precision.currentText(), batch_sizes=sizes, steps=self.steps.value(),
+                          warmup=self.warmup.value(), duration=self.duration.value(),
+                          min_iters=self.min_iters.value(), nproc=self.nproc.value(), workers=self.workers.value())
+
+    def spec(self) -> RunSpec | None:
+        """The valid RunSpec, or None while the form holds a mistake."""
+        return self._spec
+
+    def validate(self) -> bool:
+        was = self.valid
+        try:
+            self._spec = self.build()
+        except BadSpecError as exc:
+            self._spec, self.valid = None, False
+            self._show_error(str(exc), exc.field)
+        else:
+            self.valid = True
+            self._show_error("", None)
+        if was != self.valid:
+            self.validity_changed.emit(self.valid)
+        return self.valid
+
+    def _show_error(self, message: str, field: str | None) -> None:
+        self.error_field = field
+        self.message.setText(message)
+        self.message.setVisible(bool(message))
+        colour = theme.error_text_colour(self.palette())
+        for name, label in self.labels.items():
+            pal = label.palette()
+            role = QPalette.ColorRole.WindowText
+            pal.setColor(role, colour if name == field else self.palette().color(role))
+            label.setPalette(pal)
+        pal = self.message.palette()
+        pal.setColor(QPalette.ColorRole.WindowText, colour)
+        self.message.setPalette(pal)
+
+    # ------------------------------------------------------------ reactions
+    def _on_preset(self) -> None:
+        name = self.preset.currentData()
+        if name and not self._filling:
+            self.apply_preset(name)
+            self.edited.emit()
+
+    def _on_workload(self) -> None:
+        if self._filling:
+            return
+        new = self.current_workload()
+        old = "train" if new == "infer" else "infer"
+        self._filling = True
+        self._batch_text[old] = self.batch_sizes.text()
+        self.batch_sizes.setText(self._batch_text[new])  # a sweep for inference, one size for training
+        self._filling = False
+        self._show_rows()
+        self._on_edit()
+
+    def _on_edit(self) -> None:
+        if self._filling:
+            return
+        if self.preset.currentData() != CUSTOM:
+            self._filling = True
+            self.preset.setCurrentIndex(0)
+            self._filling = False
+        self.validate()
+        self.edited.emit()
+
+    def _show_rows(self) -> None:
+        train = self.current_workload() == "train"
+        for name in TRAIN_ONLY:
+            self.form.setRowVisible(self.fields[name], train)
+        for name in INFER_ONLY:
+            self.form.setRowVisible(self.fields[name], not train)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange and hasattr(self, "labels"):
+            self._show_error(self.message.text(), self.error_field)

@@ -1,0 +1,178 @@
+"""Live views fed through the real session layer (EventStream over a replayed agent), as a user sees them."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from app.core.hosts import HostProfile
+from app.ui.widgets.runs_area import columns_for
+from tests.ui.conftest import recorded, replay_transport
+
+SAMPLES = recorded("samples-trn1-2xlarge.jsonl")
+
+
+class ReplayHosts:
+    """A HostProvider whose hosts replay recorded runs (the session layer and the views are the real ones)."""
+
+    def __init__(self, **transports) -> None:
+        self.transports = transports
+        for name, transport in transports.items():
+            transport.host = name
+
+    def hosts(self) -> list[HostProfile]:
+        return [HostProfile(name=name, hostname=f"{name}.example") for name in self.transports]
+
+    def transport_for(self, host: HostProfile):
+        return self.transports[host.name]
+
+    def price_per_hour(self, host, instance_type):
+        return None
+
+
+def run_to_the_end(window, qtbot, timeout: int = 30_000):
+    qtbot.mouseClick(window.run_button, qtbot_button())
+    qtbot.waitUntil(lambda: bool(window.runs.views) and not window.runs.active_views(), timeout=timeout)
+    for view in window.runs.views:
+        view.refresh()
+    return window.runs.views
+
+
+def qtbot_button():
+    from PySide6.QtCore import Qt
+
+    return Qt.MouseButton.LeftButton
+
+
+def test_two_hosts_run_side_by_side_and_their_telemetry_is_drawn(make_window, qtbot):
+    provider = ReplayHosts(trn1=replay_transport(recorded("train-xla-tiny.events.jsonl"), SAMPLES, loops=6),
+                           c7i=replay_transport(recorded("train-cpu-tiny.events.jsonl")))
+    window = make_window(provider=provider)
+    assert window.sidebar.checked() == []  # only "This computer" is ticked for a new user, and it is not here
+    window.sidebar.set_checked("trn1", True)
+    window.sidebar.set_checked("c7i", True)
+    assert window.run_button.text() == "Run on the 2 selected hosts"
+    trn1, c7i = run_to_the_end(window, qtbot)
+    assert window.status_label.text() == "Finished: ok"
+    # side by side (the area is wide enough for two), each view's charts stacked in one column
+    assert window.runs.grid.getItemPosition(window.runs.grid.indexOf(c7i))[:2] == (
+        (0, 1) if columns_for(2, window.runs.scroll.viewport().width()) == 2 else (1, 0))
+
+    samples_seen = trn1.state.samples_seen
+    last = SAMPLES[(samples_seen - 1) % len(SAMPLES)]
+    heights = trn1.util.bars.bars.opts["height"]
+    assert list(heights) == pytest.approx([d["util_pct"] for d in last["devices"]])
+    assert [label.toPlainText() for label in trn1.util.bars.labels] == [
+        f"{d['util_pct']:.0f}" for d in last["devices"]]
+    assert trn1.util.heat.image.shape == (samples_seen, 2)
+    used = trn1.memory.used.bars.opts["height"]
+    assert list(used) == pytest.approx([d["mem_used"] / 1024 ** 3 for d in last["devices"]])
+    assert "NeuronCore utilisation now" in trn1.util.bars_plot.titleLabel.text
+    cpu = trn1.plot_data()["host_cpu"]
+    assert len(cpu) == samples_seen and cpu[-1] == pytest.approx(last["host"]["cpu_pct"])
+    assert f"host CPU {last['host']['cpu_pct']:.0f}%" in trn1.figures.text()
+    steps = trn1.plot_data()["step_time"]
+    assert len(steps) == 6 * 30 and np.isnan(steps).sum() == 6 * 2  # compiled steps are markers, not line
+
+    # the cpu host had no telemetry: it says so, and nothing is drawn as zero
+    assert "no telemetry yet" in c7i.util.bars_plot.titleLabel.text
+    assert "no telemetry yet" in c7i.host_plot.titleLabel.text
+    assert "host CPU N/A" in c7i.figures.text() and "memory N/A" in c7i.figures.text()
+    assert len(c7i.plot_data()["host_cpu"]) == 0 and len(c7i.util.bars.bars.opts["height"]) == 0
+    assert "throughput" in c7i.result_text.toPlainText()
+
+
+def test_a_metric_the_host_could_not_read_is_shown_as_na_with_its_reason(make_window, qtbot):
+    sample = {"v": 1, "seq": 1, "t": 0.0, "type": "sample", "source": "nvidia-smi", "period_s": 1.0,
+              "host": {"cpu_pct": 12.5, "cpu_per_core_pct": None, "mem_used": None, "mem_total": None},
+              "devices": [{"index": 0, "kind": "gpu", "util_pct": None, "mem_used": None, "mem_total": None}],
+              "runtime": None, "process": None,
+              "missing": {"devices.0.util_pct": "nvidia-smi: [Not Supported]",
+                          "host.mem_used": "/proc/meminfo unreadable"}}
+    provider = ReplayHosts(g5=replay_transport(recorded("train-cpu-tiny.events.jsonl"), [sample]))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked(provider.hosts()[0].name, True)
+    (view,) = run_to_the_end(window, qtbot)
+    assert view.util.bars_plot.titleLabel.text == "GPU utilisation now (%) · N/A: nvidia-smi: [Not Supported]"
+    assert [label.toPlainText() for label in view.util.bars.labels] == ["N/A"]
+    assert len(view.util.bars.bars.opts["height"]) == 0  # no bar at all, not a bar at zero
+    assert "memory N/A" in view.figures.text() and "host CPU 12%" in view.figures.text()
+    memory = view.memory.plot.titleLabel  # too long for the chart: cut, and whole on its tooltip
+    assert memory.text.startswith("Memory per GPU (GiB, of total) · N/A: nvidia-smi") and memory.text.endswith("…")
+    assert memory.toolTip() == "Memory per GPU (GiB, of total) · N/A: nvidia-smi: [Not Supported]"
+
+
+def test_an_agent_that_dies_mid_run_is_one_error_and_keeps_everything_received(make_window, qtbot):
+    events = recorded("train-cpu-tiny.events.jsonl")
+    cut = [e for e in events if e["type"] not in ("result", "end")][:30]  # the stream stops mid-run
+    provider = ReplayHosts(flaky=replay_transport(cut))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("flaky", True)
+    qtbot.mouseClick(window.run_button, qtbot_button())
+    qtbot.waitUntil(lambda: bool(window.errors.entries), timeout=20_000)
+    (view,) = window.runs.views
+    view.refresh()
+    entry = window.errors.entries[0]
+    assert entry.title.text() == "<b>flaky: the run failed</b>"
+    assert entry.message.text() == "the agent on flaky stopped before the run ended: it printed nothing on stderr"
+    assert view.state.status == "failed" and view.activity.text() == "failed"
+    received_steps = sum(1 for e in cut if e["type"] == "step")
+    assert len(view.plot_data()["step_time"]) == received_steps > 0
+    log = view.log.text()
+    assert "workload process" in log and "stopped before the run ended" in log
+    assert window.run_button.isEnabled()  # a new run can start
+
+
+def test_the_details_expander_holds_the_evidence(make_window, qtbot):
+    window = make_window()
+    entry = window.errors.show_error("local: the run failed", "out of memory during measure: try a smaller "
+                                     "--batch-size", "Traceback (most recent call last):\n  ...\nRuntimeError")
+    assert window.errors.isVisible() and not entry.details.isVisible()
+    qtbot.mouseClick(entry.details_button, qtbot_button())
+    assert entry.details.isVisible() and entry.details.toPlainText().endswith("RuntimeError")
+    bare = window.errors.show_error("local: probe failed", "no python3 on PATH", "")
+    assert not bare.details_button.isVisibleTo(bare)  # nothing to expand
+    assert window.errors.entries[0] is bare
+    window.errors.clear()
+    qtbot.waitUntil(lambda: not window.errors.isVisible())
+
+
+def test_services_call_back_on_the_run_thread_and_views_apply_events_on_the_ui_thread(make_window, qtbot):
+    from PySide6.QtCore import Qt
+
+    provider = ReplayHosts(trn1=replay_transport(recorded("train-xla-tiny.events.jsonl"), SAMPLES[:5], pace_s=0.01))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("trn1", True)
+    (view,) = window.start_runs()
+    emitted_on: set[str] = set()
+    applied_on: set[str] = set()
+    view.job.event.connect(lambda _e: emitted_on.add(threading.current_thread().name),
+                           Qt.ConnectionType.DirectConnection)
+    apply = view.state.apply
+
+    def recording_apply(event):
+        applied_on.add(threading.current_thread().name)
+        apply(event)
+
+    view.state.apply = recording_apply
+    qtbot.waitUntil(lambda: not window.runs.active_views(), timeout=20_000)
+    assert emitted_on == {"run-trn1"}
+    assert applied_on == {threading.main_thread().name}
+    assert view.state.status == "ok"
+    assert view.job.run_id not in [r["run_id"] for r in window.settings.unfinished_runs()]
+
+
+def test_the_phase_band_shows_each_phase_over_the_time_axis(make_window, qtbot):
+    provider = ReplayHosts(trn1=replay_transport(recorded("train-xla-tiny.events.jsonl")))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked(provider.hosts()[0].name, True)
+    (view,) = run_to_the_end(window, qtbot)
+    band = view.bands[0]
+    spans = list(view.state.phases)
+    assert [s.name for s in spans].count("compile") == 2
+    # one bar per phase, from its start to its end, on the run's time axis
+    assert list(band.bars.opts["x0"]) == pytest.approx([s.start for s in spans])
+    assert list(band.bars.opts["width"]) == pytest.approx([s.end - s.start for s in spans])
+    assert "measure" in band.shown_labels()  # the long phase is named; short ones are colour only
+    assert len(band.shown_labels()) < len(spans)

@@ -1,0 +1,30 @@
+"""`python -m app.ui.screenshots` renders the views to PNG offscreen (the views fed by recorded runs here;
+the ones fed by real runs are rendered for review: README.md, "The desktop app")."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from PySide6.QtGui import QImage
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_views_render_to_pngs_that_show_something(tmp_path, cli_env):
+    out = subprocess.run([sys.executable, "-m", "app.ui.screenshots", str(tmp_path), "--only", "02,05,06,08"],
+                         capture_output=True, text=True, cwd=REPO, timeout=300,
+                         env={**cli_env, "QT_QPA_PLATFORM": "offscreen"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    names = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert names == ["02-validation.png", "05-live-telemetry.png", "06-side-by-side.png", "08-dark-palette.png"]
+    for name in names:
+        image = QImage(str(tmp_path / name))
+        assert (image.width(), image.height()) == (1440, 900)
+        # not a blank window: many distinct colours (text, charts, the heat strip)
+        colours = {image.pixel(x, y) for x in range(0, 1440, 12) for y in range(0, 900, 12)}
+        assert len(colours) > 40, name
+    dark = QImage(str(tmp_path / "08-dark-palette.png"))
+    assert dark.pixelColor(700, 450).lightness() < 128 or dark.pixelColor(10, 450).lightness() < 128
