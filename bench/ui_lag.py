@@ -70,7 +70,7 @@ class ReplayHosts:
     def transport_for(self, host: HostProfile):
         return self.transports[host.name]
 
-    def price_per_hour(self, host, instance_type):
+    def price(self, host, instance_type, region=None):
         return None
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.sshd import keygen, make_server, sshd_unavailable
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # The probe contacts EC2 instance metadata only when DMI says this machine is EC2; point it at an
 # empty sysfs so no test (and no agent it starts) ever reaches 169.254.169.254, even on an EC2 runner.
@@ -64,3 +66,40 @@ def app_paths(data_dir: Path):
     from app.paths import AppPaths
 
     return AppPaths.resolve(data_dir)
+
+
+# ------------------------------------------------------------------ a real OpenSSH server (tests/e2e/sshd.py)
+@dataclass
+class SshClient:
+    home: Path  # HOME of the client side: ~/.ssh/known_hosts lives here
+    key: Path  # a private key the test servers accept
+
+
+@pytest.fixture
+def ssh_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SshClient:
+    """An isolated client: HOME in a temp folder (no real known_hosts, no real keys) and no ssh-agent."""
+    reason = sshd_unavailable()
+    if reason:
+        pytest.skip(reason)
+    home = tmp_path / "client-home"
+    (home / ".ssh").mkdir(parents=True, mode=0o700)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return SshClient(home=home, key=keygen(tmp_path / "client_key"))
+
+
+@pytest.fixture
+def sshd(tmp_path: Path, ssh_client: SshClient):
+    """A started sshd that accepts ``ssh_client.key``; the remote Python is this test's Python (it has torch)."""
+    server = make_server(tmp_path / "sshd", ssh_client.key).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def ssh_env(cli_env: dict[str, str], ssh_client: SshClient) -> dict[str, str]:
+    """Environment for CLI subprocesses that talk to the test sshd."""
+    env = dict(cli_env)
+    env["HOME"] = str(ssh_client.home)
+    env.pop("SSH_AUTH_SOCK", None)
+    return env

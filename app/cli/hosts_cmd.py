@@ -5,18 +5,14 @@ import argparse
 import json
 import os
 import sys
-import time
-
-import paramiko
 
 from app.cli.hosts_resolve import prompts_for, transport_for_profile
-from app.core.errors import BadSpecError, NeuronBenchError
+from app.core.errors import NeuronBenchError
 from app.core.hosts import SSH_PORT, HostProfile
 from app.paths import AppPaths
+from app.services.host_access import check_host, import_ssh_config
 from app.services.hosts_store import HostsStore
-from app.services.session import probe_host
 from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL
-from app.services.ssh_transport import SshTransport
 
 _HELP = {name: meta["help"] for name, meta in HostProfile.field_help().items()}
 
@@ -114,79 +110,32 @@ def handle_test(args: argparse.Namespace) -> int:
     paths, store = _store(args)
     profile = store.get(args.name)
     transport = transport_for_profile(profile, paths, prompts_for(args), store)
-    report: dict = {"host": profile.name, "address": profile.address}
 
     def say(text: str) -> None:
         print(f"{profile.name}: {text}", file=sys.stderr)
 
     try:
-        if isinstance(transport, SshTransport):
-            started = time.monotonic()
-            key = transport.connection().transport.get_remote_server_key()
-            report["connect_s"] = round(time.monotonic() - started, 3)
-            report["host_key"] = {"type": key.get_name(), "fingerprint": key.fingerprint}
-            say(f"connected to {profile.address} in {report['connect_s']:.2f} s, host key {key.get_name()} "
-                f"{key.fingerprint}")
-            setup = transport.setup(fresh=True)
-            report.update(python=setup.python, python_version=setup.python_version, agent=setup.agent_path,
-                          agent_uploaded=setup.uploaded, timm=setup.timm)
-            say(f"Python {setup.python_version} at {setup.python}")
-            say(f"agent {'uploaded to' if setup.uploaded else 'already at'} {setup.agent_path}")
-            if not setup.timm:
-                say("timm is missing: runs will fail until it is installed (hosts test --install-timm)")
-        env = probe_host(transport, quick=True)
+        report = check_host(transport, profile, say)
     finally:
         transport.close()
-    report["env"] = env
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         from app.cli.text import format_env
 
-        print(format_env(profile.name, env))
+        print(format_env(profile.name, report["env"]))
     return 0
-
-
-def profiles_from_ssh_config(path: str) -> tuple[list[HostProfile], list[str]]:
-    """Profiles for the concrete ``Host`` aliases of an OpenSSH config (wildcards only feed the lookups)."""
-    try:
-        config = paramiko.SSHConfig.from_path(os.path.expanduser(path))
-    except FileNotFoundError:
-        raise BadSpecError(f"no SSH config at {path}; give its path with --config F") from None
-    except Exception as exc:  # paramiko's parser raises plain exceptions on bad lines
-        raise BadSpecError(f"cannot read the SSH config {path}: {exc}") from None
-    profiles, skipped = [], []
-    for alias in sorted(config.get_hostnames()):
-        if any(ch in alias for ch in "*?!"):
-            continue
-        entry = config.lookup(alias)
-        if entry.get("proxycommand"):
-            skipped.append(f"{alias}: it uses ProxyCommand, which NeuronBench does not run (use ProxyJump)")
-            continue
-        try:
-            profiles.append(HostProfile(name=alias, hostname=entry.get("hostname", alias),
-                                        port=int(entry.get("port", SSH_PORT)), user=entry.get("user", ""),
-                                        identity_file=(entry.get("identityfile") or [""])[0],
-                                        proxy_jump=entry.get("proxyjump", "")))
-        except (BadSpecError, ValueError) as exc:
-            skipped.append(f"{alias}: {exc}")
-    return profiles, skipped
 
 
 def handle_import(args: argparse.Namespace) -> int:
     _paths, store = _store(args)
-    profiles, skipped = profiles_from_ssh_config(args.config)
-    existing = set(store.names())
-    for profile in profiles:
-        if profile.name in existing:
-            skipped.append(f"{profile.name}: a host of that name exists already")
-            continue
-        store.add(profile)
+    added, skipped = import_ssh_config(store, args.config)
+    for profile in added:
         print(f"added {profile.name}: {profile.address}" + (f" via {profile.proxy_jump}" if profile.proxy_jump else ""),
               file=sys.stderr)
     for reason in skipped:
         print(f"skipped {reason}", file=sys.stderr)
-    if not profiles and not skipped:
+    if not added and not skipped:
         raise NeuronBenchError(f"{args.config} names no concrete Host (only wildcards or nothing)")
     return 0

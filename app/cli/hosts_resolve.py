@@ -7,10 +7,10 @@ import sys
 from app.cli.prompts import TerminalPrompts
 from app.core.hosts import HostProfile
 from app.paths import AppPaths
+from app.services import host_access
 from app.services.hosts_store import HostsStore
 from app.services.ssh_prompts import SshPrompts
-from app.services.ssh_transport import SshTransport
-from app.services.transport import LocalTransport, Transport
+from app.services.transport import Transport
 
 
 def prompts_for(args: argparse.Namespace) -> TerminalPrompts:
@@ -28,10 +28,9 @@ def _say(host: str):
 
 def transport_for_profile(profile: HostProfile, paths: AppPaths, prompts: SshPrompts | None = None,
                           store: HostsStore | None = None) -> Transport:
-    if profile.local:
-        return LocalTransport(paths, python=profile.python or None, host=profile.name)
-    profiles = {p.name: p for p in (store or HostsStore(paths.config)).list()}
-    return SshTransport(profile, paths, prompts or TerminalPrompts(), profiles=profiles, on_progress=_say(profile.name))
+    """The host's transport, asking on the terminal and reporting its progress on stderr."""
+    return host_access.transport_for_profile(profile, paths, prompts or TerminalPrompts(), store,
+                                             on_progress=_say(profile.name))
 
 
 def transport_for(name: str, paths: AppPaths, prompts: SshPrompts | None = None) -> Transport:

@@ -35,7 +35,11 @@ class AuthError(NeuronBenchError):
 
 
 class HostKeyError(NeuronBenchError):
-    """The host's key is unknown (and not confirmed) or has changed."""
+    """The host's key is unknown (and not confirmed) or has changed (``changed``: never to be waved through)."""
+
+    def __init__(self, message: str, detail: str = "", changed: bool = False) -> None:
+        super().__init__(message, detail)
+        self.changed = changed
 
 
 class DeployError(NeuronBenchError):

@@ -106,11 +106,12 @@ class KnownHosts:
             raise HostKeyError(
                 f"the host key of {host_label} ({name}) has CHANGED: {old.source} holds {key.get_name()} "
                 f"{fingerprint(old.key)} but the host now shows {fingerprint(key)}; this can be an attack, "
-                f"so nothing was sent; if the host was rebuilt, remove the old key with `{remove}` and connect again")
+                f"so nothing was sent; if the host was rebuilt, remove the old key with `{remove}` and connect again",
+                changed=True)
         if not prompts.confirm_host_key(f"{host_label} ({name})", key.get_name(), fingerprint(key)):
             raise HostKeyError(
                 f"the host key of {host_label} ({name}) is not known yet: {key.get_name()} {fingerprint(key)}; "
-                f"if that fingerprint is the host's, accept it (on a terminal answer yes, or pass "
+                f"if that fingerprint is the host's, accept it when asked (on a terminal answer yes, or pass "
                 f"--accept-new-host-key) and connect again")
         self.save(name, key)
 

@@ -17,6 +17,7 @@ from typing import Any
 from app.core.cost import apply_cost
 from app.core.errors import NeuronBenchError
 from app.core.pricebook import PriceBook
+from app.core.results import failed_result
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
 from app.services.store import RunStore
@@ -85,6 +86,18 @@ class RunRecorder:
         except (sqlite3.Error, OSError) as exc:
             self._report(exc)
         return result
+
+
+    def fail(self, error: Exception) -> dict[str, Any]:
+        """Store the run as failed with ``error``'s sentence (no Result came); returns that failed Result."""
+        return self.finish(failed_result(self.host, self.spec, self.run_id, error))
+
+    def abandon(self) -> None:
+        """Stop recording a run that goes on without us (the app is closing): it reads as unfinished."""
+        try:
+            self.store.abandon_run(self.run_id)
+        except (sqlite3.Error, OSError) as exc:
+            self._report(exc)
 
 
 def open_recording(paths: AppPaths, warn: Callable[[str], None]) -> tuple[RunStore, PriceBook | None]:

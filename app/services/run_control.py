@@ -9,6 +9,11 @@ are called on that thread (the GUI's bridge turns them into queued signals):
 - ``detach()`` stops *following* the run without stopping it: the supervisor on
   the host is detached (setsid) and keeps writing ``events.jsonl``, so the run
   can be attached to again later by its ``run_id``.
+
+With a ``recorder`` every event is stored before anyone else sees it, and the
+end (a Result, a failure, or being left running) is stored too, on the run's
+thread: the UI thread never waits on the database.  With ``attach_from`` the
+run is one started earlier (re-attach), followed from that seq.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from app.services.recorder import RunRecorder
 from app.services.session import Event, EventCallback, RunSession
 from app.services.transport import AgentProcess, Transport
 from remote_agent.protocol import RunSpec
@@ -59,9 +65,12 @@ class ControlledRun:
     def __init__(self, transport: Transport, spec: RunSpec, *, on_event: EventCallback,
                  on_done: Callable[[dict[str, Any]], None], on_error: Callable[[BaseException], None],
                  on_detached: Callable[[str], None] | None = None,
-                 on_warning: Callable[[str], None] | None = None, run_id: str | None = None) -> None:
+                 on_warning: Callable[[str], None] | None = None, run_id: str | None = None,
+                 recorder: RunRecorder | None = None, attach_from: int | None = None) -> None:
         self.transport = transport
         self.spec = spec
+        self.recorder = recorder
+        self.attach_from = attach_from
         self._on_event = on_event
         self._on_done = on_done
         self._on_error = on_error
@@ -131,6 +140,8 @@ class ControlledRun:
             process.kill()
 
     def _event(self, event: Event) -> None:
+        if self.recorder is not None:
+            self.recorder(event)  # stored first: what the app shows is already safe
         self._on_event(event)
         if event["type"] == "hello" or self._ready:
             return
@@ -155,14 +166,23 @@ class ControlledRun:
 
     def _main(self) -> None:
         try:
-            result = self.session.run()
+            if self.attach_from is not None:
+                result = self.session.attach(from_seq=self.attach_from)
+            else:
+                result = self.session.run()
         except BaseException as exc:
             with self._lock:
                 detached = self._detached
             if detached:
+                if self.recorder is not None:
+                    self.recorder.abandon()
                 if self._on_detached is not None:
                     self._on_detached(self.run_id)
             else:
+                if self.recorder is not None:
+                    self.recorder.fail(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
                 self._on_error(exc)
             return
+        if self.recorder is not None:
+            result = self.recorder.finish(result)
         self._on_done(result)

@@ -16,6 +16,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 
+from app.services.recorder import RunRecorder
 from app.services.run_control import ControlledRun
 from app.services.transport import Transport
 from remote_agent.protocol import RunSpec
@@ -33,11 +34,15 @@ class RunJob(QObject):
     detached = Signal(str)      # the run id, when the app stopped following a run that goes on
     warning = Signal(str)       # e.g. a cancel that could not be delivered
 
-    def __init__(self, transport: Transport, spec: RunSpec, parent: QObject | None = None) -> None:
+    def __init__(self, transport: Transport, spec: RunSpec, parent: QObject | None = None, *,
+                 run_id: str | None = None, recorder: RunRecorder | None = None,
+                 attach_from: int | None = None) -> None:
         super().__init__(parent)
         self.control = ControlledRun(transport, spec, on_event=self.event.emit, on_done=self.done.emit,
                                      on_error=self.failed.emit, on_detached=self.detached.emit,
-                                     on_warning=self.warning.emit)
+                                     on_warning=self.warning.emit, run_id=run_id, recorder=recorder,
+                                     attach_from=attach_from)
+        self.attached = attach_from is not None
 
     @property
     def host(self) -> str:
@@ -92,10 +97,15 @@ class Bridge(QObject):
         self._jobs: list[RunJob] = []
         self._calls: list[Call] = []
 
-    def start_run(self, transport: Transport, spec: RunSpec) -> RunJob:
-        """A RunJob, not yet started: connect to its signals (queued), then ``start()`` it."""
+    def start_run(self, transport: Transport, spec: RunSpec, *, run_id: str | None = None,
+                  recorder: RunRecorder | None = None, attach_from: int | None = None) -> RunJob:
+        """A RunJob, not yet started: connect to its signals (queued), then ``start()`` it.
+
+        ``recorder`` stores its events and end on the run's thread; ``attach_from``
+        follows a run started earlier (by its ``run_id``) instead of starting one.
+        """
         self._prune()
-        job = RunJob(transport, spec, self)
+        job = RunJob(transport, spec, self, run_id=run_id, recorder=recorder, attach_from=attach_from)
         self._jobs.append(job)
         return job
 

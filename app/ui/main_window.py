@@ -6,11 +6,13 @@ threads through the bridge; this class only reacts to queued signals.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, Qt, Slot
+from PySide6.QtCore import QByteArray, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
@@ -18,25 +20,35 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
+    QTabWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 import app
-from app.core.errors import NeuronBenchError
+from app.core.errors import HostKeyError, NeuronBenchError
 from app.core.hosts import HostProfile
+from app.core.pricebook import PriceBook
 from app.paths import AppPaths
+from app.services.host_access import check_host, import_ssh_config
 from app.services.model_catalog import ModelCatalog, load_model_catalog
+from app.services.recorder import RunRecorder, open_recording
 from app.services.session import probe_host
+from app.services.store import StoreError
 from app.services.transport import local_python
-from app.ui.bridge import Bridge
-from app.ui.host_provider import HostProvider, LocalHostProvider
+from app.ui.bridge import Bridge, RunJob
+from app.ui.dialogs.host_editor import HostEditor
+from app.ui.dialogs.ssh_questions import DialogPrompts, changed_host_key_box
+from app.ui.host_provider import HostProvider, StoreHostProvider
 from app.ui.settings import AppSettings
 from app.ui.widgets.error_panel import ErrorPanel, describe_exception
-from app.ui.widgets.hosts_sidebar import HostsSidebar
+from app.ui.widgets.hosts_sidebar import NAME_ROLE, HostsSidebar
 from app.ui.widgets.live_run_view import LiveRunView
+from app.ui.widgets.reattach_banner import ReattachBanner
 from app.ui.widgets.runs_area import RunsArea
 from app.ui.widgets.workload_panel import WorkloadPanel
+from remote_agent.protocol import RunSpec, new_run_id
 
 
 @dataclass(frozen=True)
@@ -55,20 +67,37 @@ def probe_for_sidebar(provider: HostProvider, host: HostProfile) -> ProbeOutcome
         return ProbeOutcome(host.name, None, exc)
 
 
+def test_host(provider: HostProvider, profile: HostProfile, say) -> dict[str, Any]:
+    """``hosts test`` for the host editor: connect, prepare, probe (on a worker thread)."""
+    transport = provider.transport_for(profile)
+    try:
+        return check_host(transport, profile, say)
+    finally:
+        transport.close()
+
+
 def model_catalog(cache_dir) -> ModelCatalog:
     return load_model_catalog(local_python(), cache_dir)
 
 
 class MainWindow(QMainWindow):
+    run_recorded = Signal()        # a run ended and its Result is in the store (the history refreshes)
+    store_problem = Signal(str)    # a recorder could not write (from a run's thread)
+
     def __init__(self, paths: AppPaths, settings: AppSettings, provider: HostProvider | None = None, *,
                  probe_hosts: bool = True, load_models: bool = True) -> None:
         super().__init__()
         self.paths = paths
         self.settings = settings
-        self.provider: HostProvider = provider or LocalHostProvider(paths)
         self.bridge = Bridge(self)
+        self.prompts = DialogPrompts(self)  # the SSH layer's questions, as dialogs
+        self.provider: HostProvider = provider or StoreHostProvider(paths, self.prompts)
+        self.hosts_store = getattr(self.provider, "store", None)  # None: hosts are not editable (tests)
         self._close_confirmed = False
         self.close_question: QMessageBox | None = None
+        self.refusal: QMessageBox | None = None  # the changed-host-key screen, while shown
+        self.host_editor: HostEditor | None = None
+
         self.setWindowTitle("NeuronBench")
         self.setObjectName("main-window")
 
@@ -85,6 +114,14 @@ class MainWindow(QMainWindow):
         hosts_head = QHBoxLayout()
         hosts_head.addWidget(_heading("Hosts"), 1)
         hosts_head.addWidget(self.probe_button)
+        self.add_host_button = _tool("Add…", "add an SSH host (Ctrl+N)")
+        self.edit_host_button = _tool("Edit…", "change the selected host, or test its connection")
+        self.remove_host_button = _tool("Remove", "forget the selected host (its runs stay in the history)")
+        self.import_button = _tool("Import ~/.ssh/config", "add every concrete Host of an OpenSSH config file")
+        host_tools = QHBoxLayout()
+        for button in (self.add_host_button, self.edit_host_button, self.remove_host_button, self.import_button):
+            host_tools.addWidget(button)
+        host_tools.addStretch(1)
         buttons = QHBoxLayout()
         buttons.addWidget(self.run_button, 1)
         buttons.addWidget(self.cancel_button)
@@ -92,6 +129,7 @@ class MainWindow(QMainWindow):
         left_layout = QVBoxLayout(left)
         left_layout.addLayout(hosts_head)
         left_layout.addWidget(self.sidebar)
+        left_layout.addLayout(host_tools)
         left_layout.addSpacing(6)
         left_layout.addWidget(_heading("Workload"))
         left_layout.addWidget(self.workload)
@@ -103,13 +141,21 @@ class MainWindow(QMainWindow):
         left_scroll.setMinimumWidth(330)
         left_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
 
-        # ---- right: errors, then the runs
+        # ---- right: errors and runs left going, then the views in tabs
         self.errors = ErrorPanel()
+        # Every run started here is recorded as it streams (the history, compare and reports read it).
+        self.store, self.book = open_recording(paths, self._warn)
+        self.store_problem.connect(self._warn)
+        self.reattach_banner = ReattachBanner()
         self.runs = RunsArea()
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.runs, "Live runs")
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.addWidget(self.errors)
-        right_layout.addWidget(self.runs, 1)
+        right_layout.addWidget(self.reattach_banner)
+        right_layout.addWidget(self.tabs, 1)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(left_scroll)
@@ -130,11 +176,20 @@ class MainWindow(QMainWindow):
         self.probe_button.clicked.connect(self.probe_hosts)
         self.runs.error_raised.connect(self.errors.show_error)
         self.runs.run_finished.connect(self._on_run_finished)
+        self.add_host_button.clicked.connect(self.add_host)
+        self.edit_host_button.clicked.connect(self.edit_host)
+        self.remove_host_button.clicked.connect(self.remove_host)
+        self.import_button.clicked.connect(self.import_ssh_config)
+        self.sidebar.currentItemChanged.connect(self._update_actions)
+        self.sidebar.itemDoubleClicked.connect(self.edit_host)
+        self.reattach_banner.reattach.connect(self.reattach_runs)
 
         self.sidebar.set_hosts(self.provider.hosts(), settings.checked_hosts())
+        self._show_declared_prices()
         self._restore()
         self._update_actions()
-        self.status_label.setText(self._left_running_note() or "Ready")
+        self.status_label.setText("Ready")
+        self.offer_reattach()
         if probe_hosts:
             self.probe_hosts()
         if load_models:
@@ -152,6 +207,9 @@ class MainWindow(QMainWindow):
         self.probe_action = QAction("&Probe the hosts again", self)
         self.probe_action.setShortcut(QKeySequence("F5"))
         self.probe_action.triggered.connect(self.probe_hosts)
+        self.add_host_action = QAction("&Add a host…", self)
+        self.add_host_action.setShortcut(QKeySequence("Ctrl+N"))
+        self.add_host_action.triggered.connect(self.add_host)
         find = QAction("Find a &model", self)
         find.setShortcut(QKeySequence("Ctrl+F"))
         find.triggered.connect(self._focus_model)
@@ -162,6 +220,8 @@ class MainWindow(QMainWindow):
         about = QAction("&About NeuronBench", self)
         about.triggered.connect(self._about)
         file_menu = self.menuBar().addMenu("&File")
+        file_menu.addAction(self.add_host_action)
+        file_menu.addSeparator()
         file_menu.addAction(quit_)
         run_menu = self.menuBar().addMenu("&Run")
         for action in (self.run_action, self.cancel_action, self.probe_action, find):
@@ -187,6 +247,13 @@ class MainWindow(QMainWindow):
         self.run_button.setEnabled(can_run)
         self.cancel_action.setEnabled(busy)
         self.cancel_button.setEnabled(busy)
+        current = self._current_host()
+        editable = self.hosts_store is not None
+        self.add_host_button.setEnabled(editable)
+        self.add_host_action.setEnabled(editable)
+        self.import_button.setEnabled(editable)
+        self.edit_host_button.setEnabled(editable and current is not None and not current.local)
+        self.remove_host_button.setEnabled(editable and current is not None and not current.local and not busy)
         if not hosts:
             self.run_button.setText("Tick a host to run on")
         elif len(hosts) == 1:
@@ -211,10 +278,10 @@ class MainWindow(QMainWindow):
             except (NeuronBenchError, ValueError) as exc:
                 self.errors.show_exception(f"{title}: cannot start a run", exc)
                 continue
-            job = self.bridge.start_run(transport, spec)
-            views.append(self.runs.add_run(job, title))
-            # Remembered until it ends here: if the app dies meanwhile, the run can be attached to again.
-            self.settings.add_unfinished_run(host.name, job.run_id, spec.to_dict())
+            run_id = new_run_id()
+            recorder = self._recorder_for(host, spec, run_id)
+            job = self.bridge.start_run(transport, spec, run_id=run_id, recorder=recorder)
+            views.append(self._show_job(job, title))
             job.start()
         self.settings.set_workload(self.workload.form_values())
         self.settings.sync()
@@ -228,31 +295,106 @@ class MainWindow(QMainWindow):
             view.cancel()
         self.status_label.setText("Cancelling…")
 
+    def _recorder_for(self, host: HostProfile, spec: RunSpec, run_id: str) -> RunRecorder | None:
+        """Start the run's row in the store (a store failure costs the history, never the run)."""
+        try:
+            return RunRecorder.start(self.store, self.book, host.name, spec, run_id,
+                                     declared_type=host.instance_type, declared_region=host.region,
+                                     on_error=self.store_problem.emit)
+        except (NeuronBenchError, OSError) as exc:
+            self._warn(f"run {run_id} on {host.name} is not recorded: {exc}")
+            return None
+
+    def _show_job(self, job: RunJob, title: str) -> LiveRunView:
+        job.failed.connect(self._on_job_failed)
+        job.done.connect(self._on_recorded)
+        return self.runs.add_run(job, title)
+
+    @Slot(object)
+    def _on_job_failed(self, exc: BaseException) -> None:
+        self.refuse_if_changed_key(exc)
+        self.run_recorded.emit()
+
+    @Slot(object)
+    def _on_recorded(self, _result: object) -> None:
+        self.run_recorded.emit()
+
     def _on_run_finished(self, view: LiveRunView) -> None:
-        if view.state.status != "detached":
-            self.settings.forget_unfinished_run(view.job.run_id)
         left = self.runs.active_views()
         statuses = sorted({v.state.status for v in self.runs.views})
         self.status_label.setText(f"{len(left)} run(s) going" if left else "Finished: " + ", ".join(statuses))
         self._update_actions()
 
-    def _left_running_note(self) -> str:
-        """Runs a previous session left going on their hosts (re-attaching them comes with the run history)."""
-        left = self.settings.unfinished_runs()
-        if not left:
-            return ""
-        names = ", ".join(f"{r['run_id']} on {r['host']}" for r in left[-3:])
-        return f"{len(left)} run(s) were left running on their hosts last time ({names})"
+    # ------------------------------------------------------------ runs left going: re-attach
+    def unfinished_runs(self) -> list:
+        """Stored runs that never ended here and nobody is recording now (their hosts may still run them)."""
+        try:
+            return [run for run in self.store.list_runs(limit=200) if run.status == "unfinished"]
+        except (NeuronBenchError, OSError) as exc:
+            self._warn(f"cannot read the run history: {exc}")
+            return []
+
+    def offer_reattach(self) -> None:
+        self.reattach_banner.offer([(run.run_id, run.host) for run in self.unfinished_runs()])
+
+    @Slot(list)
+    def reattach_runs(self, run_ids: list[str]) -> list[LiveRunView]:
+        return [view for run_id in run_ids if (view := self.reattach(run_id)) is not None]
+
+    def reattach(self, run_id: str) -> LiveRunView | None:
+        """Follow a run left going on its host: replay what it did, then stream it to its end, recording it."""
+        try:
+            stored = self.store.load(run_id)
+        except StoreError as exc:
+            self.errors.show_exception("Re-attach", exc)
+            return None
+        title = "This computer" if stored.host == "local" else stored.host
+        host = next((h for h in self.provider.hosts() if h.name == stored.host), None)
+        if host is None:
+            self.errors.show_error(f"{title}: cannot re-attach run {run_id}",
+                                   f"the host {stored.host!r} is not saved any more; add it again (same name) "
+                                   "to re-attach, or run `neuronbench runs attach` with --host")
+            return None
+        if any(view.job.run_id == run_id for view in self.runs.active_views()):
+            return None
+        try:
+            spec = RunSpec.from_dict(stored.spec or {})
+            transport = self.provider.transport_for(host)
+            recorder, _last = RunRecorder.resume(self.store, self.book, run_id, on_error=self.store_problem.emit)
+        except (NeuronBenchError, ValueError) as exc:
+            self.errors.show_exception(f"{title}: cannot re-attach run {run_id}", exc)
+            return None
+        if not self.runs.active_views():
+            self.runs.clear()
+        # From the first event: the view redraws the whole run; the store skips the events it holds.
+        job = self.bridge.start_run(transport, spec, run_id=run_id, recorder=recorder, attach_from=1)
+        view = self._show_job(job, title)
+        job.start()
+        self.reattach_banner.forget(run_id)
+        self.tabs.setCurrentWidget(self.runs)
+        self.status_label.setText(f"Re-attached to run {run_id} on {title}")
+        self._update_actions()
+        return view
+
+    # ------------------------------------------------------------ errors that need more than the panel
+    def refuse_if_changed_key(self, exc: BaseException) -> bool:
+        """A changed host key gets the hard refusal screen (once at a time), besides the error panel."""
+        if not (isinstance(exc, HostKeyError) and exc.changed):
+            return False
+        if self.refusal is None or not self.refusal.isVisible():
+            self.refusal = changed_host_key_box(str(exc), self)
+            self.refusal.setWindowModality(Qt.WindowModality.WindowModal)
+            self.refusal.open()
+        return True
+
+    def _warn(self, message: str) -> None:
+        self.errors.show_error("Run history", message)
 
     # ------------------------------------------------------------ hosts
     @Slot()
     def probe_hosts(self) -> None:
-        for name, row in self.sidebar.rows.items():
-            if row.status == "probing":
-                continue
-            self.sidebar.update_row(name, status="probing", problem="")
-            self.bridge.call(f"probe-{name}", probe_for_sidebar, self.provider, row.profile,
-                             on_done=self._on_probed)
+        for name in list(self.sidebar.rows):
+            self.probe_host(name)
 
     @Slot(object)
     def _on_probed(self, outcome: ProbeOutcome) -> None:
@@ -264,11 +406,142 @@ class MainWindow(QMainWindow):
             message, _detail = describe_exception(outcome.error)
             self.sidebar.update_row(outcome.name, status="failed", problem=message)
             self.errors.show_exception(f"{title}: probe failed", outcome.error)
+            self.refuse_if_changed_key(outcome.error)
             return
         env = outcome.env or {}
-        price = self.provider.price_per_hour(row.profile, row.profile.instance_type or env.get("instance_type"))
-        self.sidebar.update_row(outcome.name, status="ok", env=env, price_per_hour=price,
+        price = self.provider.price(row.profile, row.profile.instance_type or env.get("instance_type"),
+                                    env.get("region"))
+        self.sidebar.update_row(outcome.name, status="ok", env=env, price=price,
                                 problem="; ".join(env.get("warnings") or []))
+
+    def _current_host(self) -> HostProfile | None:
+        item = self.sidebar.currentItem()
+        row = self.sidebar.rows.get(item.data(NAME_ROLE)) if item is not None else None
+        return row.profile if row is not None else None
+
+    def _reload_hosts(self, probe: list[str] = ()) -> None:
+        """Show the saved hosts again (ticks kept) and probe the ones named."""
+        ticked = [h.name for h in self.sidebar.checked()]
+        old = dict(self.sidebar.rows)
+        self.sidebar.set_hosts(self.provider.hosts(), ticked + list(probe))
+        for name, row in old.items():  # what earlier probes said stays until the next probe
+            if name in self.sidebar.rows and name not in probe and row.profile == self.sidebar.rows[name].profile:
+                self.sidebar.update_row(name, status=row.status, env=row.env, price=row.price, problem=row.problem)
+        self._show_declared_prices()
+        for name in probe:
+            self.probe_host(name)
+        self._update_actions()
+
+    def _show_declared_prices(self) -> None:
+        """A declared instance type is priced before any probe (a probe may find the real one later)."""
+        for name, row in self.sidebar.rows.items():
+            if row.profile.instance_type and row.price is None:
+                self.sidebar.update_row(name, price=self.provider.price(row.profile, row.profile.instance_type))
+
+    def _editor(self, profile: HostProfile | None) -> HostEditor:
+        book = self.book or PriceBook()
+        editor = HostEditor(self.hosts_store.names(), profile, instance_types=book.instance_types(),
+                            regions=sorted({r for t in book.instance_types() for r in book.regions_of(t)}),
+                            start_test=self._start_host_test, parent=self)
+        editor.setWindowModality(Qt.WindowModality.WindowModal)
+        self.host_editor = editor
+        return editor
+
+    def _start_host_test(self, profile: HostProfile, say, on_done, on_failed) -> None:
+        def failed(exc: BaseException) -> None:
+            on_failed(exc)
+            self.refuse_if_changed_key(exc)
+
+        self.bridge.call(f"test-{profile.name}", test_host, self.provider, profile, say, on_done=on_done,
+                         on_failed=failed)
+
+    @Slot()
+    def add_host(self) -> HostEditor | None:
+        if self.hosts_store is None:
+            return None
+        editor = self._editor(None)
+        editor.accepted.connect(lambda: self._save_host(editor, None))
+        editor.open()
+        return editor
+
+    @Slot()
+    def edit_host(self) -> HostEditor | None:
+        current = self._current_host()
+        if self.hosts_store is None or current is None or current.local:
+            return None
+        editor = self._editor(current)
+        editor.accepted.connect(lambda: self._save_host(editor, current.name))
+        editor.open()
+        return editor
+
+    def _save_host(self, editor: HostEditor, old_name: str | None) -> None:
+        profile = editor.profile()
+        if profile is None:
+            return
+        try:
+            if old_name is not None and old_name != profile.name:
+                self.hosts_store.remove(old_name)
+            self.hosts_store.add(profile, replace=old_name == profile.name)
+        except NeuronBenchError as exc:
+            self.errors.show_exception("Saving the host", exc)
+            return
+        self._reload_hosts(probe=[profile.name])
+        self.status_label.setText(f"Saved {profile.name} ({profile.address})")
+
+    @Slot()
+    def remove_host(self) -> None:
+        current = self._current_host()
+        if self.hosts_store is None or current is None or current.local:
+            return
+        box = QMessageBox(QMessageBox.Icon.Question, "Remove host",
+                          f"Forget the host {current.name} ({current.address})?", parent=self)
+        box.setObjectName("remove-host")
+        box.setInformativeText("Its runs stay in the history; its key stays in known_hosts.")
+        remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+
+        def answered(_code: int) -> None:
+            if box.clickedButton() is remove:
+                try:
+                    self.hosts_store.remove(current.name)
+                except NeuronBenchError as exc:
+                    self.errors.show_exception("Removing the host", exc)
+                self._reload_hosts()
+                self.status_label.setText(f"Removed {current.name}")
+            box.deleteLater()
+
+        box.finished.connect(answered)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.open()
+        self.remove_question = box
+
+    @Slot()
+    def import_ssh_config(self, path: str | None = None) -> None:
+        if self.hosts_store is None:
+            return
+        if not path:
+            path, _ = QFileDialog.getOpenFileName(self, "Import hosts from an OpenSSH config",
+                                                  str(Path.home() / ".ssh" / "config"))
+            if not path:
+                return
+        try:
+            added, skipped = import_ssh_config(self.hosts_store, path)
+        except NeuronBenchError as exc:
+            self.errors.show_exception("Importing SSH hosts", exc)
+            return
+        self._reload_hosts(probe=[p.name for p in added])
+        note = f"Imported {len(added)} host(s) from {path}"
+        if skipped:
+            note += f"; skipped {len(skipped)}"
+            self.errors.show_error(f"Skipped {len(skipped)} host(s) of {path}", "; ".join(skipped))
+        self.status_label.setText(note)
+
+    def probe_host(self, name: str) -> None:
+        row = self.sidebar.rows.get(name)
+        if row is None or row.status == "probing":
+            return
+        self.sidebar.update_row(name, status="probing", problem="")
+        self.bridge.call(f"probe-{name}", probe_for_sidebar, self.provider, row.profile, on_done=self._on_probed)
 
     # ------------------------------------------------------------ model names
     @Slot(object)
@@ -311,10 +584,12 @@ class MainWindow(QMainWindow):
             return
         self._save()
         self.runs.stop()
-        for view in active:  # recorded in the settings when they started; the note says where they went
+        for view in active:  # stored as unfinished (the recorder abandons them): offered again at the next start
             view.state.mark("detached", "still running on the host")
             view.state.note("info", f"left running on {view.job.host} as run {view.job.run_id}")
+        self.prompts.close()  # a connection waiting on a question gets "no", so its thread can end
         self.bridge.shutdown()
+        self.store.close()
         super().closeEvent(event)
 
     def leave_runs_and_close(self) -> None:
@@ -328,8 +603,8 @@ class MainWindow(QMainWindow):
         names = ", ".join(view.title for view in active)
         box = QMessageBox(QMessageBox.Icon.Question, "Runs are still going",
                           f"{len(active)} run(s) are still going ({names}).", parent=self)
-        box.setInformativeText("They keep running on their hosts if you close NeuronBench; their run ids are "
-                               "kept so that they can be attached to again.")
+        box.setInformativeText("They keep running on their hosts if you close NeuronBench; the next start "
+                               "offers to re-attach them, and nothing they did is lost.")
         box.addButton("Close, leave them running", QMessageBox.ButtonRole.AcceptRole)
         keep = box.addButton("Keep the window open", QMessageBox.ButtonRole.RejectRole)
         box.setDefaultButton(keep)
@@ -348,6 +623,14 @@ class MainWindow(QMainWindow):
         box.deleteLater()
         if clicked is not None and box.buttonRole(clicked) == QMessageBox.ButtonRole.AcceptRole:
             self.leave_runs_and_close()
+
+
+def _tool(text: str, tip: str) -> QToolButton:
+    button = QToolButton()
+    button.setText(text)
+    button.setToolTip(tip)
+    button.setAutoRaise(True)
+    return button
 
 
 def _heading(text: str) -> QLabel:

@@ -1,4 +1,6 @@
-"""What the app remembers between sessions (QSettings): layout, the last workload, runs left going.
+"""What the app remembers between sessions (QSettings): layout, the last workload, the ticked hosts.
+
+Runs left going on their hosts are not kept here: the run store knows them (status ``unfinished``).
 
 Values are stored as JSON text so an INI file round-trips them exactly (QSettings'
 INI backend otherwise turns numbers and lists into strings).  Tests pass their
@@ -7,14 +9,12 @@ own ``QSettings(path, IniFormat)``, so they never touch the user's file.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings
 
 ORGANIZATION = "NeuronBench"
 APPLICATION = "NeuronBench"
-MAX_UNFINISHED = 50
 
 
 def user_settings() -> QSettings:
@@ -67,17 +67,3 @@ class AppSettings:
 
     def set_checked_hosts(self, names: list[str]) -> None:
         self._set_json("hosts/checked", names)
-
-    # ------------------------------------------------------------ runs left going on their hosts
-    def unfinished_runs(self) -> list[dict[str, Any]]:
-        """Runs the app stopped following while they went on (offered for re-attach next time)."""
-        value = self._get_json("runs/unfinished", [])
-        return [v for v in value if isinstance(v, dict) and v.get("run_id")] if isinstance(value, list) else []
-
-    def add_unfinished_run(self, host: str, run_id: str, spec: dict[str, Any]) -> None:
-        runs = [r for r in self.unfinished_runs() if r["run_id"] != run_id]
-        runs.append({"host": host, "run_id": run_id, "spec": spec, "left_at": time.time()})
-        self._set_json("runs/unfinished", runs[-MAX_UNFINISHED:])
-
-    def forget_unfinished_run(self, run_id: str) -> None:
-        self._set_json("runs/unfinished", [r for r in self.unfinished_runs() if r["run_id"] != run_id])

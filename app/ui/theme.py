@@ -80,3 +80,10 @@ def status_dot(status: str, pal: QPalette | None = None, size: int = 12) -> QPix
     painter.drawEllipse(1, 1, size - 2, size - 2)
     painter.end()
     return pixmap
+
+
+def tint_error(label) -> None:
+    """Colour a label's text as an error, for the current palette (light or dark)."""
+    pal = label.palette()
+    pal.setColor(QPalette.ColorRole.WindowText, error_text_colour(pal))
+    label.setPalette(pal)

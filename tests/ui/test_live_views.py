@@ -27,7 +27,7 @@ class ReplayHosts:
     def transport_for(self, host: HostProfile):
         return self.transports[host.name]
 
-    def price_per_hour(self, host, instance_type):
+    def price(self, host, instance_type, region=None):
         return None
 
 
@@ -160,7 +160,8 @@ def test_services_call_back_on_the_run_thread_and_views_apply_events_on_the_ui_t
     assert emitted_on == {"run-trn1"}
     assert applied_on == {threading.main_thread().name}
     assert view.state.status == "ok"
-    assert view.job.run_id not in [r["run_id"] for r in window.settings.unfinished_runs()]
+    assert window.store.get_run(view.job.run_id).status == "ok"
+    assert window.unfinished_runs() == []
 
 
 def test_the_phase_band_shows_each_phase_over_the_time_axis(make_window, qtbot):

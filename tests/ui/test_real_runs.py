@@ -8,8 +8,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from app.core.presets import TINY_VIT_ARGS
-from app.services.run_control import cancel_run
-from app.services.transport import LocalTransport
 from remote_agent.rundir import RunDir
 from tests.ui.conftest import open_settings
 
@@ -65,7 +63,10 @@ def test_a_tiny_training_from_the_run_button_fills_the_charts_and_finishes(make_
     assert f"{result['train']['throughput_samples_per_s']:.2f} samples/s" in view.result_text.toPlainText()
     assert "run ok" in view.log.text()
     assert window.errors.entries == []
-    assert window.settings.unfinished_runs() == []  # it ended here: nothing to re-attach
+    stored = window.store.get_run(view.job.run_id)  # recorded as it streamed, priced when it ended
+    assert stored.status == "ok" and stored.result["train"] == result["train"]
+    assert window.store.event_count(view.job.run_id) == len(events_on_disk(window.paths, view.job.run_id))
+    assert window.unfinished_runs() == []  # it ended here: nothing to re-attach
     assert window.run_button.isEnabled()
 
 
@@ -127,17 +128,29 @@ def test_closing_during_a_run_asks_and_the_run_goes_on(make_window, qtbot, app_p
     click(qtbot, leave)
     qtbot.waitUntil(lambda: not window.isVisible())
     assert view.state.status == "detached"
-    remembered = window.settings.unfinished_runs()
-    assert [(r["host"], r["run_id"]) for r in remembered] == [("local", run_id)]
-    assert remembered[0]["spec"]["steps"] == 100_000
-    reopened = make_window(settings=open_settings(settings_file))
-    assert reopened.status_label.text() == f"1 run(s) were left running on their hosts last time ({run_id} on local)"
-    reopened.close()
+    assert window.store.get_run(run_id).status == "unfinished"  # nothing lost: what came is stored
+    stored_before = window.store.event_count(run_id)
+    assert stored_before > 0
 
     # The run goes on without the app: its supervisor keeps writing events...
-    seen = len(events_on_disk(app_paths, run_id))
-    qtbot.waitUntil(lambda: len(events_on_disk(app_paths, run_id)) > seen + 5, timeout=60_000)
-    # ...until someone stops it (here the test, as the re-attach of phase B will let a user do).
-    assert cancel_run(LocalTransport(app_paths), run_id)
-    qtbot.waitUntil(lambda: events_on_disk(app_paths, run_id)[-1]["type"] == "end", timeout=60_000)
-    assert events_on_disk(app_paths, run_id)[-1]["status"] == "cancelled"
+    qtbot.waitUntil(lambda: len(events_on_disk(app_paths, run_id)) > stored_before + 5, timeout=60_000)
+
+    # ...and the next start offers to re-attach it.
+    reopened = make_window(settings=open_settings(settings_file))
+    banner = reopened.reattach_banner
+    assert banner.isVisible() and f"{run_id} on local" in banner.text.text()
+    click(qtbot, banner.reattach_button)
+    assert not banner.isVisible()
+    (again,) = reopened.runs.views
+    assert again.job.run_id == run_id and again.job.attached
+    qtbot.waitUntil(lambda: len(again.plot_data()["step_time"]) > len(view.plot_data()["step_time"]),
+                    timeout=RUN_TIMEOUT_MS)  # the steps done while nobody watched are drawn too
+    qtbot.keyClick(reopened, Qt.Key.Key_Escape)  # and it can be cancelled from here
+    qtbot.waitUntil(lambda: again.state.finished, timeout=60_000)
+    assert again.state.status == "cancelled"
+    on_disk = events_on_disk(app_paths, run_id)
+    assert on_disk[-1]["type"] == "end" and on_disk[-1]["status"] == "cancelled"
+    # every event the host wrote is in the store once, the end included
+    assert [e["seq"] for e in reopened.store.events(run_id)] == [e["seq"] for e in on_disk]
+    assert reopened.store.get_run(run_id).status == "cancelled"
+    assert reopened.unfinished_runs() == []

@@ -13,6 +13,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QAbstractItemView, QListWidget, QListWidgetItem, QWidget
 
 from app.core.hosts import HostProfile
+from app.core.pricebook import Price
 from app.ui import theme
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -25,7 +26,7 @@ class HostRow:
     profile: HostProfile
     status: str = "unknown"           # unknown, probing, ok, failed
     env: dict[str, Any] | None = None
-    price_per_hour: float | None = None
+    price: Price | None = None       # on-demand, from the price book, with its source
     problem: str = ""
 
     @property
@@ -51,8 +52,18 @@ class HostRow:
 
     def detail(self) -> str:
         kind = self.instance_type or ("not EC2" if self.env else "instance type N/A")
-        price = "N/A" if self.price_per_hour is None else f"${self.price_per_hour:.3f}"
+        usd = self.price.usd_per_hour if self.price is not None else None
+        price = "N/A" if usd is None else f"${usd:.3f}"
         return f"{kind} · {self.accelerators()} · {price}/h"
+
+    def price_note(self) -> str:
+        """Where the price comes from (or why there is none): the row's tooltip says it."""
+        if self.price is None:
+            return "price: N/A (instance type unknown)" if not self.instance_type else "price: N/A (no price book)"
+        if self.price.usd_per_hour is None:
+            return f"price: N/A ({self.price.note})"
+        where = f"{self.price.region}{' (assumed)' if self.price.assumed_region else ''}"
+        return f"price: ${self.price.usd_per_hour:.4f}/h on-demand in {where}, {self.price.source_label}"
 
 
 class HostsSidebar(QListWidget):
@@ -118,8 +129,9 @@ class HostsSidebar(QListWidget):
     def _draw(self, item: QListWidgetItem, row: HostRow) -> None:
         item.setText(f"{row.title}\n{row.detail()}")
         item.setIcon(QIcon(theme.status_dot(row.status, self.palette())))
-        tip = row.profile.name if row.profile.local else f"{row.profile.user or ''}@{row.profile.hostname}"
-        item.setToolTip(f"{tip}\n{row.problem}" if row.problem else tip)
+        tip = row.profile.name if row.profile.local else row.profile.address
+        lines = [tip, row.price_note()] + ([row.problem] if row.problem else [])
+        item.setToolTip("\n".join(lines))
 
     def _on_item_changed(self, _item: QListWidgetItem) -> None:
         self.checked_changed.emit()

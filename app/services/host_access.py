@@ -1,0 +1,99 @@
+"""Reaching a saved host: its transport, a connection check, and profiles from ``~/.ssh/config``.
+
+Shared by the CLI (``hosts test``, ``run --host``) and the desktop app (test
+connection, the run button, import): one place decides that ``local`` and
+``--local`` profiles run here and the rest go over SSH.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import paramiko
+
+from app.core.errors import BadSpecError
+from app.core.hosts import SSH_PORT, HostProfile
+from app.paths import AppPaths
+from app.services.hosts_store import HostsStore
+from app.services.session import probe_host
+from app.services.ssh_prompts import NoPrompts, SshPrompts
+from app.services.ssh_transport import SshTransport
+from app.services.transport import LocalTransport, Transport
+
+Say = Callable[[str], None]
+
+
+def transport_for_profile(profile: HostProfile, paths: AppPaths, prompts: SshPrompts | None = None,
+                          store: HostsStore | None = None, on_progress: Say | None = None) -> Transport:
+    """A new (not yet connected) transport to ``profile``; jump hosts may name other saved profiles."""
+    if profile.local:
+        return LocalTransport(paths, python=profile.python or None, host=profile.name)
+    profiles = {p.name: p for p in (store or HostsStore(paths.config)).list()}
+    return SshTransport(profile, paths, prompts or NoPrompts(), profiles=profiles, on_progress=on_progress)
+
+
+def check_host(transport: Transport, profile: HostProfile, say: Say) -> dict[str, Any]:
+    """Connect, prepare the host (Python, agent, timm) and probe it: what ``hosts test`` reports.
+
+    ``say`` hears each step as a sentence; a failure raises the engine's error
+    (ConnectError, AuthError, HostKeyError, DeployError) with its one sentence.
+    """
+    report: dict[str, Any] = {"host": profile.name, "address": profile.address}
+    if isinstance(transport, SshTransport):
+        started = time.monotonic()
+        key = transport.connection().transport.get_remote_server_key()
+        report["connect_s"] = round(time.monotonic() - started, 3)
+        report["host_key"] = {"type": key.get_name(), "fingerprint": key.fingerprint}
+        say(f"connected to {profile.address} in {report['connect_s']:.2f} s, host key {key.get_name()} "
+            f"{key.fingerprint}")
+        setup = transport.setup(fresh=True)
+        report.update(python=setup.python, python_version=setup.python_version, agent=setup.agent_path,
+                      agent_uploaded=setup.uploaded, timm=setup.timm)
+        say(f"Python {setup.python_version} at {setup.python}")
+        say(f"agent {'uploaded to' if setup.uploaded else 'already at'} {setup.agent_path}")
+        if not setup.timm:
+            say("timm is missing: runs will fail until it is installed (hosts test --install-timm)")
+    report["env"] = probe_host(transport, quick=True)
+    return report
+
+
+def profiles_from_ssh_config(path: str) -> tuple[list[HostProfile], list[str]]:
+    """Profiles for the concrete ``Host`` aliases of an OpenSSH config (wildcards only feed the lookups)."""
+    try:
+        config = paramiko.SSHConfig.from_path(os.path.expanduser(path))
+    except FileNotFoundError:
+        raise BadSpecError(f"no SSH config at {path}; give its path with --config F") from None
+    except Exception as exc:  # paramiko's parser raises plain exceptions on bad lines
+        raise BadSpecError(f"cannot read the SSH config {path}: {exc}") from None
+    profiles, skipped = [], []
+    for alias in sorted(config.get_hostnames()):
+        if any(ch in alias for ch in "*?!"):
+            continue
+        entry = config.lookup(alias)
+        if entry.get("proxycommand"):
+            skipped.append(f"{alias}: it uses ProxyCommand, which NeuronBench does not run (use ProxyJump)")
+            continue
+        try:
+            profiles.append(HostProfile(name=alias, hostname=entry.get("hostname", alias),
+                                        port=int(entry.get("port", SSH_PORT)), user=entry.get("user", ""),
+                                        identity_file=(entry.get("identityfile") or [""])[0],
+                                        proxy_jump=entry.get("proxyjump", "")))
+        except (BadSpecError, ValueError) as exc:
+            skipped.append(f"{alias}: {exc}")
+    return profiles, skipped
+
+
+def import_ssh_config(store: HostsStore, path: str) -> tuple[list[HostProfile], list[str]]:
+    """Save the config's hosts that are not saved yet: (added, skipped with reasons)."""
+    profiles, skipped = profiles_from_ssh_config(path)
+    existing = set(store.names())
+    added = []
+    for profile in profiles:
+        if profile.name in existing:
+            skipped.append(f"{profile.name}: a host of that name exists already")
+            continue
+        store.add(profile)
+        added.append(profile)
+    return added, skipped

@@ -1,0 +1,1 @@
+"""Dialogs: host editor, SSH questions (host keys, passphrases, timm), price override."""
