@@ -5,14 +5,9 @@ threads through the bridge; this class only reacts to queued signals.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
 from PySide6.QtCore import QByteArray, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
@@ -21,59 +16,29 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSplitter,
     QTabWidget,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 import app
-from app.core.errors import HostKeyError, NeuronBenchError
+from app.core.errors import NeuronBenchError
 from app.core.hosts import HostProfile
-from app.core.pricebook import PriceBook
 from app.paths import AppPaths
-from app.services.host_access import check_host, import_ssh_config
 from app.services.model_catalog import ModelCatalog, load_model_catalog
 from app.services.recorder import RunRecorder, open_recording
-from app.services.session import probe_host
 from app.services.store import StoreError
 from app.services.transport import local_python
 from app.ui.bridge import Bridge, RunJob
-from app.ui.dialogs.host_editor import HostEditor
-from app.ui.dialogs.ssh_questions import DialogPrompts, changed_host_key_box
+from app.ui.dialogs.ssh_questions import DialogPrompts
 from app.ui.host_provider import HostProvider, StoreHostProvider
+from app.ui.hosts_panel import HostsPanel
 from app.ui.settings import AppSettings
 from app.ui.widgets.error_panel import ErrorPanel, describe_exception
-from app.ui.widgets.hosts_sidebar import NAME_ROLE, HostsSidebar
 from app.ui.widgets.live_run_view import LiveRunView
 from app.ui.widgets.reattach_banner import ReattachBanner
 from app.ui.widgets.runs_area import RunsArea
 from app.ui.widgets.workload_panel import WorkloadPanel
 from remote_agent.protocol import RunSpec, new_run_id
-
-
-@dataclass(frozen=True)
-class ProbeOutcome:
-    """A probe's answer for one host, or why there is none (a worker thread's result, so it names the host)."""
-
-    name: str
-    env: dict[str, Any] | None
-    error: BaseException | None
-
-
-def probe_for_sidebar(provider: HostProvider, host: HostProfile) -> ProbeOutcome:
-    try:
-        return ProbeOutcome(host.name, probe_host(provider.transport_for(host), quick=True), None)
-    except Exception as exc:
-        return ProbeOutcome(host.name, None, exc)
-
-
-def test_host(provider: HostProvider, profile: HostProfile, say) -> dict[str, Any]:
-    """``hosts test`` for the host editor: connect, prepare, probe (on a worker thread)."""
-    transport = provider.transport_for(profile)
-    try:
-        return check_host(transport, profile, say)
-    finally:
-        transport.close()
 
 
 def model_catalog(cache_dir) -> ModelCatalog:
@@ -92,44 +57,31 @@ class MainWindow(QMainWindow):
         self.bridge = Bridge(self)
         self.prompts = DialogPrompts(self)  # the SSH layer's questions, as dialogs
         self.provider: HostProvider = provider or StoreHostProvider(paths, self.prompts)
-        self.hosts_store = getattr(self.provider, "store", None)  # None: hosts are not editable (tests)
         self._close_confirmed = False
         self.close_question: QMessageBox | None = None
-        self.refusal: QMessageBox | None = None  # the changed-host-key screen, while shown
-        self.host_editor: HostEditor | None = None
 
         self.setWindowTitle("NeuronBench")
         self.setObjectName("main-window")
 
+        # ---- errors first: everything below may report one.  Every run started here is recorded as it
+        # streams (the history, compare and reports read the store).
+        self.errors = ErrorPanel()
+        self.store, self.book = open_recording(paths, self._warn)
+        self.store_problem.connect(self._warn)
+
         # ---- left: hosts and workload
-        self.sidebar = HostsSidebar()
-        self.sidebar.setMinimumHeight(70)
-        self.sidebar.setMaximumHeight(200)
+        self.hosts = HostsPanel(self.provider, self.bridge, self.errors, lambda: self.book)
+        self.sidebar = self.hosts.sidebar
         self.workload = WorkloadPanel()
         self.run_button = QPushButton("Run on the selected hosts")
         self.run_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
-        self.probe_button = QPushButton("Probe again")
-        self.probe_button.setToolTip("ask each host again what it has (F5)")
-        hosts_head = QHBoxLayout()
-        hosts_head.addWidget(_heading("Hosts"), 1)
-        hosts_head.addWidget(self.probe_button)
-        self.add_host_button = _tool("Add…", "add an SSH host (Ctrl+N)")
-        self.edit_host_button = _tool("Edit…", "change the selected host, or test its connection")
-        self.remove_host_button = _tool("Remove", "forget the selected host (its runs stay in the history)")
-        self.import_button = _tool("Import ~/.ssh/config", "add every concrete Host of an OpenSSH config file")
-        host_tools = QHBoxLayout()
-        for button in (self.add_host_button, self.edit_host_button, self.remove_host_button, self.import_button):
-            host_tools.addWidget(button)
-        host_tools.addStretch(1)
         buttons = QHBoxLayout()
         buttons.addWidget(self.run_button, 1)
         buttons.addWidget(self.cancel_button)
         left = QWidget()
         left_layout = QVBoxLayout(left)
-        left_layout.addLayout(hosts_head)
-        left_layout.addWidget(self.sidebar)
-        left_layout.addLayout(host_tools)
+        left_layout.addWidget(self.hosts)
         left_layout.addSpacing(6)
         left_layout.addWidget(_heading("Workload"))
         left_layout.addWidget(self.workload)
@@ -142,10 +94,6 @@ class MainWindow(QMainWindow):
         left_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
 
         # ---- right: errors and runs left going, then the views in tabs
-        self.errors = ErrorPanel()
-        # Every run started here is recorded as it streams (the history, compare and reports read it).
-        self.store, self.book = open_recording(paths, self._warn)
-        self.store_problem.connect(self._warn)
         self.reattach_banner = ReattachBanner()
         self.runs = RunsArea()
         self.tabs = QTabWidget()
@@ -168,30 +116,23 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.status_label, 1)
 
         self._make_actions()
-        self.sidebar.checked_changed.connect(self._update_actions)
+        self.hosts.checked_changed.connect(self._update_actions)
+        self.hosts.status.connect(self.status_label.setText)
         self.workload.validity_changed.connect(self._update_actions)
         self.workload.edited.connect(self._update_actions)
         self.run_button.clicked.connect(self.start_runs)
         self.cancel_button.clicked.connect(self.cancel_runs)
-        self.probe_button.clicked.connect(self.probe_hosts)
         self.runs.error_raised.connect(self.errors.show_error)
         self.runs.run_finished.connect(self._on_run_finished)
-        self.add_host_button.clicked.connect(self.add_host)
-        self.edit_host_button.clicked.connect(self.edit_host)
-        self.remove_host_button.clicked.connect(self.remove_host)
-        self.import_button.clicked.connect(self.import_ssh_config)
-        self.sidebar.currentItemChanged.connect(self._update_actions)
-        self.sidebar.itemDoubleClicked.connect(self.edit_host)
         self.reattach_banner.reattach.connect(self.reattach_runs)
 
-        self.sidebar.set_hosts(self.provider.hosts(), settings.checked_hosts())
-        self._show_declared_prices()
+        self.hosts.show_hosts(settings.checked_hosts())
         self._restore()
         self._update_actions()
         self.status_label.setText("Ready")
         self.offer_reattach()
         if probe_hosts:
-            self.probe_hosts()
+            self.hosts.probe_hosts()
         if load_models:
             self.bridge.call("model-catalog", model_catalog, paths.cache, on_done=self._on_models,
                              on_failed=self._on_models_failed)
@@ -206,10 +147,10 @@ class MainWindow(QMainWindow):
         self.cancel_action.triggered.connect(self.cancel_runs)
         self.probe_action = QAction("&Probe the hosts again", self)
         self.probe_action.setShortcut(QKeySequence("F5"))
-        self.probe_action.triggered.connect(self.probe_hosts)
+        self.probe_action.triggered.connect(self.hosts.probe_hosts)
         self.add_host_action = QAction("&Add a host…", self)
         self.add_host_action.setShortcut(QKeySequence("Ctrl+N"))
-        self.add_host_action.triggered.connect(self.add_host)
+        self.add_host_action.triggered.connect(self.hosts.add_host)
         find = QAction("Find a &model", self)
         find.setShortcut(QKeySequence("Ctrl+F"))
         find.triggered.connect(self._focus_model)
@@ -247,13 +188,8 @@ class MainWindow(QMainWindow):
         self.run_button.setEnabled(can_run)
         self.cancel_action.setEnabled(busy)
         self.cancel_button.setEnabled(busy)
-        current = self._current_host()
-        editable = self.hosts_store is not None
-        self.add_host_button.setEnabled(editable)
-        self.add_host_action.setEnabled(editable)
-        self.import_button.setEnabled(editable)
-        self.edit_host_button.setEnabled(editable and current is not None and not current.local)
-        self.remove_host_button.setEnabled(editable and current is not None and not current.local and not busy)
+        self.hosts.set_busy(busy)
+        self.add_host_action.setEnabled(self.hosts.editable)
         if not hosts:
             self.run_button.setText("Tick a host to run on")
         elif len(hosts) == 1:
@@ -312,7 +248,7 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_job_failed(self, exc: BaseException) -> None:
-        self.refuse_if_changed_key(exc)
+        self.hosts.refuse_if_changed_key(exc)
         self.run_recorded.emit()
 
     @Slot(object)
@@ -376,172 +312,8 @@ class MainWindow(QMainWindow):
         self._update_actions()
         return view
 
-    # ------------------------------------------------------------ errors that need more than the panel
-    def refuse_if_changed_key(self, exc: BaseException) -> bool:
-        """A changed host key gets the hard refusal screen (once at a time), besides the error panel."""
-        if not (isinstance(exc, HostKeyError) and exc.changed):
-            return False
-        if self.refusal is None or not self.refusal.isVisible():
-            self.refusal = changed_host_key_box(str(exc), self)
-            self.refusal.setWindowModality(Qt.WindowModality.WindowModal)
-            self.refusal.open()
-        return True
-
     def _warn(self, message: str) -> None:
         self.errors.show_error("Run history", message)
-
-    # ------------------------------------------------------------ hosts
-    @Slot()
-    def probe_hosts(self) -> None:
-        for name in list(self.sidebar.rows):
-            self.probe_host(name)
-
-    @Slot(object)
-    def _on_probed(self, outcome: ProbeOutcome) -> None:
-        row = self.sidebar.rows.get(outcome.name)
-        if row is None:
-            return
-        title = row.title
-        if outcome.error is not None:
-            message, _detail = describe_exception(outcome.error)
-            self.sidebar.update_row(outcome.name, status="failed", problem=message)
-            self.errors.show_exception(f"{title}: probe failed", outcome.error)
-            self.refuse_if_changed_key(outcome.error)
-            return
-        env = outcome.env or {}
-        price = self.provider.price(row.profile, row.profile.instance_type or env.get("instance_type"),
-                                    env.get("region"))
-        self.sidebar.update_row(outcome.name, status="ok", env=env, price=price,
-                                problem="; ".join(env.get("warnings") or []))
-
-    def _current_host(self) -> HostProfile | None:
-        item = self.sidebar.currentItem()
-        row = self.sidebar.rows.get(item.data(NAME_ROLE)) if item is not None else None
-        return row.profile if row is not None else None
-
-    def _reload_hosts(self, probe: list[str] = ()) -> None:
-        """Show the saved hosts again (ticks kept) and probe the ones named."""
-        ticked = [h.name for h in self.sidebar.checked()]
-        old = dict(self.sidebar.rows)
-        self.sidebar.set_hosts(self.provider.hosts(), ticked + list(probe))
-        for name, row in old.items():  # what earlier probes said stays until the next probe
-            if name in self.sidebar.rows and name not in probe and row.profile == self.sidebar.rows[name].profile:
-                self.sidebar.update_row(name, status=row.status, env=row.env, price=row.price, problem=row.problem)
-        self._show_declared_prices()
-        for name in probe:
-            self.probe_host(name)
-        self._update_actions()
-
-    def _show_declared_prices(self) -> None:
-        """A declared instance type is priced before any probe (a probe may find the real one later)."""
-        for name, row in self.sidebar.rows.items():
-            if row.profile.instance_type and row.price is None:
-                self.sidebar.update_row(name, price=self.provider.price(row.profile, row.profile.instance_type))
-
-    def _editor(self, profile: HostProfile | None) -> HostEditor:
-        book = self.book or PriceBook()
-        editor = HostEditor(self.hosts_store.names(), profile, instance_types=book.instance_types(),
-                            regions=sorted({r for t in book.instance_types() for r in book.regions_of(t)}),
-                            start_test=self._start_host_test, parent=self)
-        editor.setWindowModality(Qt.WindowModality.WindowModal)
-        self.host_editor = editor
-        return editor
-
-    def _start_host_test(self, profile: HostProfile, say, on_done, on_failed) -> None:
-        def failed(exc: BaseException) -> None:
-            on_failed(exc)
-            self.refuse_if_changed_key(exc)
-
-        self.bridge.call(f"test-{profile.name}", test_host, self.provider, profile, say, on_done=on_done,
-                         on_failed=failed)
-
-    @Slot()
-    def add_host(self) -> HostEditor | None:
-        if self.hosts_store is None:
-            return None
-        editor = self._editor(None)
-        editor.accepted.connect(lambda: self._save_host(editor, None))
-        editor.open()
-        return editor
-
-    @Slot()
-    def edit_host(self) -> HostEditor | None:
-        current = self._current_host()
-        if self.hosts_store is None or current is None or current.local:
-            return None
-        editor = self._editor(current)
-        editor.accepted.connect(lambda: self._save_host(editor, current.name))
-        editor.open()
-        return editor
-
-    def _save_host(self, editor: HostEditor, old_name: str | None) -> None:
-        profile = editor.profile()
-        if profile is None:
-            return
-        try:
-            if old_name is not None and old_name != profile.name:
-                self.hosts_store.remove(old_name)
-            self.hosts_store.add(profile, replace=old_name == profile.name)
-        except NeuronBenchError as exc:
-            self.errors.show_exception("Saving the host", exc)
-            return
-        self._reload_hosts(probe=[profile.name])
-        self.status_label.setText(f"Saved {profile.name} ({profile.address})")
-
-    @Slot()
-    def remove_host(self) -> None:
-        current = self._current_host()
-        if self.hosts_store is None or current is None or current.local:
-            return
-        box = QMessageBox(QMessageBox.Icon.Question, "Remove host",
-                          f"Forget the host {current.name} ({current.address})?", parent=self)
-        box.setObjectName("remove-host")
-        box.setInformativeText("Its runs stay in the history; its key stays in known_hosts.")
-        remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-
-        def answered(_code: int) -> None:
-            if box.clickedButton() is remove:
-                try:
-                    self.hosts_store.remove(current.name)
-                except NeuronBenchError as exc:
-                    self.errors.show_exception("Removing the host", exc)
-                self._reload_hosts()
-                self.status_label.setText(f"Removed {current.name}")
-            box.deleteLater()
-
-        box.finished.connect(answered)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        box.open()
-        self.remove_question = box
-
-    @Slot()
-    def import_ssh_config(self, path: str | None = None) -> None:
-        if self.hosts_store is None:
-            return
-        if not path:
-            path, _ = QFileDialog.getOpenFileName(self, "Import hosts from an OpenSSH config",
-                                                  str(Path.home() / ".ssh" / "config"))
-            if not path:
-                return
-        try:
-            added, skipped = import_ssh_config(self.hosts_store, path)
-        except NeuronBenchError as exc:
-            self.errors.show_exception("Importing SSH hosts", exc)
-            return
-        self._reload_hosts(probe=[p.name for p in added])
-        note = f"Imported {len(added)} host(s) from {path}"
-        if skipped:
-            note += f"; skipped {len(skipped)}"
-            self.errors.show_error(f"Skipped {len(skipped)} host(s) of {path}", "; ".join(skipped))
-        self.status_label.setText(note)
-
-    def probe_host(self, name: str) -> None:
-        row = self.sidebar.rows.get(name)
-        if row is None or row.status == "probing":
-            return
-        self.sidebar.update_row(name, status="probing", problem="")
-        self.bridge.call(f"probe-{name}", probe_for_sidebar, self.provider, row.profile, on_done=self._on_probed)
 
     # ------------------------------------------------------------ model names
     @Slot(object)
@@ -623,14 +395,6 @@ class MainWindow(QMainWindow):
         box.deleteLater()
         if clicked is not None and box.buttonRole(clicked) == QMessageBox.ButtonRole.AcceptRole:
             self.leave_runs_and_close()
-
-
-def _tool(text: str, tip: str) -> QToolButton:
-    button = QToolButton()
-    button.setText(text)
-    button.setToolTip(tip)
-    button.setAutoRaise(True)
-    return button
 
 
 def _heading(text: str) -> QLabel:

@@ -24,9 +24,9 @@ def test_adding_a_host_checks_each_field_as_typed_and_saves_it_for_the_cli(make_
                                                                            data_dir):
     window = make_window()
     assert list(window.sidebar.rows) == ["local"]
-    assert not window.edit_host_button.isEnabled()  # "This computer" is built in
-    click(qtbot, window.add_host_button)
-    editor = window.host_editor
+    assert not window.hosts.edit_button.isEnabled()  # "This computer" is built in
+    click(qtbot, window.hosts.add_button)
+    editor = window.hosts.editor
     qtbot.waitUntil(editor.isVisible)
     assert not editor.save_button.isEnabled()
     assert "give the host a name" in editor.problem.text()
@@ -45,7 +45,7 @@ def test_adding_a_host_checks_each_field_as_typed_and_saves_it_for_the_cli(make_
     assert editor.problem.isHidden() and editor.save_button.isEnabled()
     assert editor.edits["hostname"].toolTip() == "DNS name or IP address of the host"  # the CLI's help
 
-    window.probe_host = lambda name: None  # no probe of a made-up address: this test is about the form
+    window.hosts.probe_host = lambda name: None  # no probe of a made-up address: this test is about the form
     click(qtbot, editor.save_button)
     qtbot.waitUntil(lambda: "trn1-a" in window.sidebar.rows)
     row = window.sidebar.rows["trn1-a"]
@@ -68,11 +68,11 @@ def test_editing_renames_and_removing_asks_first(make_window, qtbot, app_paths):
 
     HostsStore(app_paths.config).add(HostProfile(name="g5", hostname="10.0.0.7", user="ubuntu"))
     window = make_window()
-    window.probe_host = lambda name: None
+    window.hosts.probe_host = lambda name: None
     window.sidebar.setCurrentRow(1)
-    assert window.edit_host_button.isEnabled() and window.remove_host_button.isEnabled()
-    click(qtbot, window.edit_host_button)
-    editor = window.host_editor
+    assert window.hosts.edit_button.isEnabled() and window.hosts.remove_button.isEnabled()
+    click(qtbot, window.hosts.edit_button)
+    editor = window.hosts.editor
     qtbot.waitUntil(editor.isVisible)
     assert editor.edits["hostname"].text() == "10.0.0.7"
     type_into(qtbot, editor, "name", "g5-big")
@@ -81,14 +81,14 @@ def test_editing_renames_and_removing_asks_first(make_window, qtbot, app_paths):
     assert HostsStore(app_paths.config).names() == ["local", "g5-big"]
 
     window.sidebar.setCurrentRow(1)
-    click(qtbot, window.remove_host_button)
-    box = window.remove_question
+    click(qtbot, window.hosts.remove_button)
+    box = window.hosts.remove_question
     qtbot.waitUntil(box.isVisible)
     assert box.text() == "Forget the host g5-big (ubuntu@10.0.0.7)?"
     click(qtbot, box.button(QMessageBox.StandardButton.Cancel))
     assert HostsStore(app_paths.config).names() == ["local", "g5-big"]
-    click(qtbot, window.remove_host_button)
-    box = window.remove_question
+    click(qtbot, window.hosts.remove_button)
+    box = window.hosts.remove_question
     qtbot.waitUntil(box.isVisible)
     click(qtbot, next(b for b in box.buttons() if box.buttonRole(b) == QMessageBox.ButtonRole.DestructiveRole))
     qtbot.waitUntil(lambda: list(window.sidebar.rows) == ["local"])
@@ -102,8 +102,8 @@ def test_importing_an_ssh_config_adds_its_hosts_and_says_what_it_skipped(make_wi
                       "Host legacy\n  HostName 3.91.0.3\n  ProxyCommand nc %h %p\n")
     window = make_window()
     probed = []
-    window.probe_host = probed.append
-    window.import_ssh_config(str(config))
+    window.hosts.probe_host = probed.append
+    window.hosts.import_ssh_config(str(config))
     assert list(window.sidebar.rows) == ["local", "inf2", "trn1"]
     assert probed == ["inf2", "trn1"]  # the new hosts are asked what they are at once
     assert window.sidebar.rows["trn1"].profile.address == "ubuntu@3.91.0.1:2222"

@@ -45,8 +45,8 @@ def test_test_connection_asks_about_the_unknown_host_key_and_trusts_it_only_when
     expected = fingerprint_of(Path(f"{sshd.host_key}.pub"))
     known_hosts = app_paths.config / "known_hosts"
 
-    click(qtbot, window.edit_host_button)
-    editor = window.host_editor
+    click(qtbot, window.hosts.edit_button)
+    editor = window.hosts.editor
     qtbot.waitUntil(editor.isVisible)
     click(qtbot, editor.test_button)
     dialog = shown_dialog(window, qtbot, "host-key-dialog")
@@ -68,7 +68,7 @@ def test_test_connection_asks_about_the_unknown_host_key_and_trusts_it_only_when
 
     # trusted now: the sidebar's probe goes through without a question
     editor.reject()
-    window.probe_hosts()
+    window.hosts.probe_hosts()
     qtbot.waitUntil(lambda: window.sidebar.rows["box"].status in ("ok", "failed"), timeout=CONNECT_TIMEOUT_MS)
     assert window.sidebar.rows["box"].status == "ok", window.sidebar.rows["box"].problem
     assert window.prompts.dialog is None
@@ -80,9 +80,10 @@ def test_a_changed_host_key_gets_the_refusal_screen_and_no_way_through(make_wind
     (app_paths.config / "known_hosts").parent.mkdir(parents=True, exist_ok=True)
     (app_paths.config / "known_hosts").write_text(f"[127.0.0.1]:{sshd.port} {Path(f'{old}.pub').read_text()}")
     window = window_with_host(make_window, app_paths, remote_profile(sshd))
-    window.probe_hosts()
-    qtbot.waitUntil(lambda: window.refusal is not None and window.refusal.isVisible(), timeout=CONNECT_TIMEOUT_MS)
-    refusal = window.refusal
+    window.hosts.probe_hosts()
+    qtbot.waitUntil(lambda: window.hosts.refusal is not None and window.hosts.refusal.isVisible(),
+                    timeout=CONNECT_TIMEOUT_MS)
+    refusal = window.hosts.refusal
     text = refusal.informativeText()
     assert "CHANGED" in text and fingerprint_of(Path(f"{old}.pub")) in text
     assert fingerprint_of(Path(f"{sshd.host_key}.pub")) in text and "ssh-keygen -R" in text
@@ -101,7 +102,7 @@ def test_an_encrypted_key_asks_for_its_passphrase(make_window, qtbot, app_paths,
     (app_paths.config / "known_hosts").write_text(
         f"[127.0.0.1]:{sshd.port} {Path(f'{sshd.host_key}.pub').read_text()}")
     window = window_with_host(make_window, app_paths, remote_profile(sshd, identity_file=str(locked)))
-    window.probe_hosts()
+    window.hosts.probe_hosts()
     dialog = shown_dialog(window, qtbot, "passphrase-dialog")
     assert str(locked) in dialog.question.text()
     qtbot.keyClicks(dialog.field, "s3cret-phrase")

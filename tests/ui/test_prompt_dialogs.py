@@ -1,0 +1,44 @@
+"""DialogPrompts: a worker thread's question becomes a dialog on the UI thread; the answer goes back to it."""
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Qt
+
+from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL
+
+
+def ask_on_a_thread(fn, *args) -> tuple[threading.Thread, list]:
+    answers: list = []
+    thread = threading.Thread(target=lambda: answers.append(fn(*args)), name="connect-test")
+    thread.start()
+    return thread, answers
+
+
+def test_the_timm_offer_lists_the_choices_and_returns_the_one_clicked(make_window, qtbot):
+    window = make_window()
+    thread, answers = ask_on_a_thread(window.prompts.offer_timm_install, "trn1", "/opt/venv/bin/python3",
+                                      (TIMM_FROM_PYPI, TIMM_FROM_WHEEL))
+    qtbot.waitUntil(lambda: window.prompts.dialog is not None and window.prompts.dialog.isVisible())
+    box = window.prompts.dialog
+    assert box.text().startswith("The Python NeuronBench uses on trn1 (/opt/venv/bin/python3) has no timm")
+    assert [b.text() for b in box.buttons()] == ["Install from PyPI on the host",
+                                                 "Upload the timm wheel NeuronBench carries", "Leave it"]
+    assert box.defaultButton() is box.leave_button  # nothing is installed by pressing Enter
+    qtbot.mouseClick(box.choice_buttons[TIMM_FROM_WHEEL], Qt.MouseButton.LeftButton)
+    thread.join(10)
+    assert answers == [TIMM_FROM_WHEEL]
+
+
+def test_closing_the_window_answers_a_waiting_question_with_no(make_window, qtbot):
+    window = make_window()
+    thread, answers = ask_on_a_thread(window.prompts.confirm_host_key, "trn1 (10.0.0.1)", "ssh-ed25519",
+                                      "SHA256:abc")
+    qtbot.waitUntil(lambda: window.prompts.dialog is not None and window.prompts.dialog.isVisible())
+    window.close()
+    thread.join(10)
+    assert answers == [False] and not thread.is_alive()
+    # and later questions (a host still connecting) are not asked at all
+    thread, answers = ask_on_a_thread(window.prompts.ask_passphrase, "/home/u/.ssh/id_ed25519")
+    thread.join(10)
+    assert answers == [None]
