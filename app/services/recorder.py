@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.core.cost import apply_cost
-from app.core.errors import NeuronBenchError
+from app.core.errors import ConnectError, NeuronBenchError
 from app.core.pricebook import PriceBook
 from app.core.results import failed_result
 from app.paths import AppPaths
@@ -38,6 +38,7 @@ class RunRecorder:
         self.on_error = on_error
         self.failed: str | None = None
         self.env: dict[str, Any] | None = None
+        self.started = False  # the host holds the run (its hello came, or it is a stored run re-attached)
 
     @classmethod
     def start(cls, store: RunStore, book: PriceBook | None, host: str, spec: RunSpec | dict[str, Any],
@@ -57,6 +58,7 @@ class RunRecorder:
         declared = run.declared or {}
         recorder = cls(store, book, run.host, run.spec or {}, run.run_id, declared.get("instance_type"),
                        declared.get("region"), on_error)
+        recorder.started = True
         return recorder, store.resume_run(run.run_id)
 
     def _report(self, exc: Exception) -> None:
@@ -66,7 +68,9 @@ class RunRecorder:
                 self.on_error(self.failed)
 
     def __call__(self, event: dict[str, Any]) -> None:
-        if event.get("type") == "probe":
+        if event.get("type") == "hello":
+            self.started = True
+        elif event.get("type") == "probe":
             self.env = event.get("env")
         if self.failed is not None:
             return
@@ -76,7 +80,15 @@ class RunRecorder:
             self._report(exc)
 
     def finish(self, result: dict[str, Any]) -> dict[str, Any]:
-        """Price the Result (its ``cost`` block), store it with its status, and return it."""
+        """Price the Result (its ``cost`` block), store it with its status, and return it.
+
+        A run whose host became unreachable after it started is not failed: it
+        goes on over there, so it is stored as unfinished, to be re-attached.
+        """
+        if self.started and result.get("status") == "failed" and \
+                (result.get("error") or {}).get("kind") == ConnectError.__name__:
+            self.abandon()
+            return result
         if not result.get("env") and self.env:
             result["env"] = self.env  # a run that died still says what it ran on
         if self.book is not None:

@@ -8,8 +8,9 @@ import threading
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QIcon
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox
 
+from app.core.errors import NeuronBenchError
 from app.paths import AppPaths, resources_dir
 from app.ui.settings import APPLICATION, ORGANIZATION, AppSettings, user_settings
 
@@ -60,7 +61,11 @@ def run_gui(data_dir: str | None = None) -> int:
     from app.ui.main_window import MainWindow
 
     application = make_application()
-    window = MainWindow(AppPaths.resolve(data_dir), AppSettings(user_settings()))
+    try:
+        window = MainWindow(AppPaths.resolve(data_dir), AppSettings(user_settings()))
+    except NeuronBenchError as exc:  # e.g. a damaged run store: say so in a dialog, not only on a terminal
+        QMessageBox.critical(None, "NeuronBench cannot start", str(exc))
+        return 1
 
     def show_bug(kind: type[BaseException], error: BaseException, trace) -> None:
         # A bug in a slot: Qt would print it and carry on; the user sees it in the error panel too.

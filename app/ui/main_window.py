@@ -250,6 +250,7 @@ class MainWindow(QMainWindow):
     def _on_job_failed(self, exc: BaseException) -> None:
         self.hosts.refuse_if_changed_key(exc)
         self.run_recorded.emit()
+        self.offer_reattach()  # a run whose host went away for good goes on there: it can be re-attached
 
     @Slot(object)
     def _on_recorded(self, _result: object) -> None:

@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 from app.paths import AppPaths
+from app.services.multi_run import RunListener, RunTicket, run_on_hosts
+from app.services.recorder import RunRecorder
 from app.services.session import RunSession
 from app.services.ssh_prompts import NoPrompts
 from app.services.ssh_transport import SshTransport
+from app.services.store import RunStore
 from remote_agent.protocol import RunSpec, iter_events
 from tests.conftest import REPO
 from tests.e2e.conftest import add_host, remote_profile, remote_runs_dir
@@ -199,6 +202,46 @@ def test_runs_attach_from_a_new_process_after_the_first_one_died(sshd, data_dir,
     assert [e["seq"] for e in stored] == list(range(1, len(stored) + 1))
     assert stored[0]["type"] == "hello" and stored[-1]["type"] == "end"
     assert run_cli("runs", "list", "--json", env=ssh_env).json()["runs"][0]["status"] == "ok"
+
+
+def test_a_host_lost_for_good_keeps_the_run_unfinished_until_attach_completes_it(sshd, data_dir, run_cli, ssh_env):
+    """The SSH server goes away mid-run for longer than the reconnect budget: the run is not "failed" (it goes
+    on over there) but unfinished, and `runs attach` records the rest once the host is back."""
+    paths = AppPaths.resolve(data_dir)
+    add_host(data_dir, remote_profile(sshd))
+    ssh = SshTransport(remote_profile(sshd), paths, NoPrompts(accept_new_host_keys=True))
+    store = RunStore(paths.runs_db)
+    recorders: list[RunRecorder] = []
+
+    def listener(ticket: RunTicket) -> RunListener:
+        recorder = RunRecorder.start(store, None, ticket.host, spec, ticket.run_id)
+        recorders.append(recorder)
+
+        def on_event(event: dict) -> None:
+            recorder(event)
+            if event["type"] == "step" and event["i"] == 3:
+                sshd.stop()  # the listener and every session: nothing answers any more
+
+        return RunListener(on_event=on_event, on_result=recorder.finish)
+
+    spec = tiny_spec(steps=60)
+    (result,) = run_on_hosts([ssh], spec, listener_for=listener, session_options={"reconnect_for_s": 1.0})
+    ssh.close()
+    run_id = recorders[0].run_id
+    assert result["status"] == "failed" and result["error"]["kind"] == "ConnectError"
+    assert f"runs attach {run_id}" in result["error"]["message"]
+    assert store.get_run(run_id).status == "unfinished"  # not failed: its host may still be running it
+    held = store.last_seq(run_id)
+    store.close()
+
+    sshd.start()  # the host is back (same port, same key)
+    out = run_cli("runs", "attach", run_id, "--json", env=ssh_env)
+    assert out.code == 0, out.stderr
+    assert out.json()[0]["status"] == "ok" and out.json()[0]["train"]["steps_total"] == 60
+    assert f"attaching to run {run_id} from event {held + 1} ({held} already in the run store)" in out.stderr
+    with RunStore(paths.runs_db) as reopened:
+        seqs = [e["seq"] for e in reopened.events(run_id)]
+        assert seqs == list(range(1, len(seqs) + 1)) and reopened.get_run(run_id).status == "ok"
 
 
 def test_hostile_model_arguments_are_data_on_the_host(sshd, data_dir, tmp_path):
