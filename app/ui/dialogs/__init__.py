@@ -1,0 +1,1 @@
+"""Dialogs: price override."""
