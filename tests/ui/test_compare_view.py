@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from app.services.store import RunStore
+from app.ui.numbers import figure, usd
 from app.ui.views.compare_view import COLUMNS, CompareView
 from tests.ui.stored_runs import copy_store, stored_runs, train_spec  # noqa: F401
 from tests.ui.views_helpers import bridge, show  # noqa: F401
@@ -42,11 +43,11 @@ def test_two_training_runs_side_by_side_with_the_decision_sentence(view, qtbot, 
     base, other = rows
     assert base["Host"] == "trn1.2xlarge" and other["Host"] == "inf2.xlarge"
     assert (base["Batch"], other["Batch"]) == ("8", "4")
-    assert base["Throughput"] == f"{thr[trn1['run_id']]:.4g} samples/s"
-    assert base["$/h"] == f"${TRN1_ON_DEMAND:.4g}" and other["$/h"] == f"${INF2_ON_DEMAND:.4g}"
+    assert base["Throughput"] == f"{figure(thr[trn1['run_id']])} samples/s"
+    assert (base["$/h"], other["$/h"]) == ("$1.344", "$0.7582")
     assert base["Price source"].startswith("skypilot-org/skypilot-catalog") and "snapshot date unknown" in \
         base["Price source"]
-    assert other["$ per 1M"] == f"${INF2_ON_DEMAND / 3600 / thr[inf2['run_id']] * 1e6:.4g}"
+    assert other["$ per 1M"] == usd(INF2_ON_DEMAND / 3600 / thr[inf2["run_id"]] * 1e6)
     assert base["Work per $ vs baseline"] == "1.00×" and other["Work per $ vs baseline"] == f"{pp:.2f}×"
     assert base["Difference"] == "baseline" and other["Difference"] == "not tested (single runs)"
     assert base["95% CI"] == "—"  # single runs: no interval
@@ -82,9 +83,9 @@ def test_spot_prices_change_every_cost_figure(view, qtbot, stored_runs):  # noqa
         view.market.setCurrentIndex(1)
         view.market.activated.emit(1)
     base = table(view)[0]
-    assert base["$/h"] == f"${TRN1_SPOT:.4g}"
+    assert base["$/h"] == "$0.2198"
     thr = trn1["train"]["throughput_samples_per_s"]
-    assert base["$ per 1M"] == f"${TRN1_SPOT / 3600 / thr * 1e6:.4g}"
+    assert base["$ per 1M"] == usd(TRN1_SPOT / 3600 / thr * 1e6)
     assert view.status.text() == "2 run(s) compared with spot prices."
 
 
@@ -94,9 +95,9 @@ def test_an_inference_sweep_draws_latency_against_throughput_per_batch_size(view
     rows = [r for r in table(view) if r["Run"] == infer["run_id"]]
     assert [r["Batch"] for r in rows] == ["1", "2"] and all(r["Workload"] == "inference" for r in rows)
     for row, measured in zip(rows, infer["infer"], strict=True):
-        assert row["Throughput"] == f"{measured['throughput_per_s']:.4g} inferences/s"
-        assert row["p50 ms"] == f"{measured['latency_ms']['p50']:.3g}"
-        assert row["p99 ms"].lstrip("~") == f"{measured['latency_ms']['p99']:.3g}"
+        assert row["Throughput"] == f"{figure(measured['throughput_per_s'])} inferences/s"
+        assert row["p50 ms"] == figure(measured["latency_ms"]["p50"], 3)
+        assert row["p99 ms"].lstrip("~") == figure(measured["latency_ms"]["p99"], 3)
         assert row["p99 ms"].startswith("~") == (measured["p99_reliable"] is False)  # fewer than 100 requests
     x, y = view.latency_curves[infer["run_id"]].getData()
     assert list(x) == pytest.approx([r["throughput_per_s"] for r in infer["infer"]])

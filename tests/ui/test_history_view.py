@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.services.store import RunStore
 from app.ui.models.runs_table import COLUMNS
+from app.ui.numbers import figure, usd
 from app.ui.views.history_view import HistoryView
 from tests.ui.stored_runs import copy_store, stored_runs, train_spec  # noqa: F401
 from tests.ui.views_helpers import bridge, show  # noqa: F401
@@ -48,14 +49,14 @@ def test_every_stored_run_is_listed_newest_first_with_its_figures(history, store
     assert (cell(history, row, "Host"), cell(history, row, "Instance type"), cell(history, row, "Workload"),
             cell(history, row, "Model"), cell(history, row, "Backend"), cell(history, row, "Status")) == \
         ("trn1-box", "trn1.2xlarge", "training", "vit_tiny_patch16_224", "cpu", "ok")
-    assert cell(history, row, "Result") == f"{trn1['train']['throughput_samples_per_s']:.4g} samples/s"
-    assert cell(history, row, "$ per 1M") == f"${trn1['cost']['usd_per_1m_samples']:.4g}"
+    assert cell(history, row, "Result") == f"{figure(trn1['train']['throughput_samples_per_s'])} samples/s"
+    assert cell(history, row, "$ per 1M") == usd(trn1["cost"]["usd_per_1m_samples"])
     # inference: the best batch size's throughput, and the cost per 1M at that batch size
     best = max(infer["infer"], key=lambda r: r["throughput_per_s"])
     cost = next(c for c in infer["cost"]["usd_per_1m_inferences"] if c["batch_size"] == best["batch_size"])
     row = row_of(history, infer["run_id"])
-    assert cell(history, row, "Result") == f"{best['throughput_per_s']:.4g} inf/s (batch {best['batch_size']})"
-    assert cell(history, row, "$ per 1M") == f"${cost['usd_per_1m']:.4g}"
+    assert cell(history, row, "Result") == f"{figure(best['throughput_per_s'])} inf/s (batch {best['batch_size']})"
+    assert cell(history, row, "$ per 1M") == usd(cost["usd_per_1m"])
     assert "0.7582/h" in history.proxy.index(row, COLUMNS.index("$ per 1M")).data(Qt.ItemDataRole.ToolTipRole)
 
 

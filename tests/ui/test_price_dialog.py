@@ -79,3 +79,4 @@ def test_saving_stores_both_prices_with_the_note_where_the_cli_reads_them(dialog
     # opening it again shows the price just set as the current one
     again = dialog(instance_type="trn1.2xlarge", region="us-east-1")
     assert f"<b>$0.95/h</b> — set by you: 1-year RI ({dt.date.today().isoformat()})" in again.current.text()
+

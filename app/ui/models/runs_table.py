@@ -9,6 +9,8 @@ from PySide6.QtGui import QPixmap
 
 from app.core.runrecord import StoredRun
 from app.ui import theme
+from app.ui.numbers import figure
+from app.ui.numbers import usd as usd_text
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 RUN_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -36,12 +38,12 @@ def headline(run: StoredRun) -> tuple[float | None, str]:
     result = run.result or {}
     if run.workload == "train":
         value = (result.get("train") or {}).get("throughput_samples_per_s")
-        return value, "N/A" if value is None else f"{value:.4g} samples/s"
+        return value, "N/A" if value is None else f"{figure(value)} samples/s"
     rows = [r for r in result.get("infer") or [] if r.get("throughput_per_s") is not None]
     if not rows:
         return None, "N/A"
     best = max(rows, key=lambda r: r["throughput_per_s"])
-    return best["throughput_per_s"], f"{best['throughput_per_s']:.4g} inf/s (batch {best.get('batch_size')})"
+    return best["throughput_per_s"], f"{figure(best['throughput_per_s'])} inf/s (batch {best.get('batch_size')})"
 
 
 def usd_per_million(run: StoredRun) -> float | None:
@@ -79,7 +81,7 @@ def _cells(run: StoredRun) -> list[tuple[str, Any]]:
         (result.get("backend") or (run.spec or {}).get("backend") or "", result.get("backend") or ""),
         (run.status, run.status),
         (text, -1.0 if value is None else value),  # N/A sorts below every measured number
-        ("N/A" if usd is None else f"${usd:.4g}", float("inf") if usd is None else usd),
+        (usd_text(usd), float("inf") if usd is None else usd),
     ]
 
 
@@ -147,6 +149,6 @@ class RunsTableModel(QAbstractTableModel):
         if column == "$ per 1M":
             cost = result.get("cost") or {}
             if cost.get("usd_per_hour") is not None:
-                return f"${cost['usd_per_hour']:.4g}/h, {cost.get('price_source')} ({cost.get('price_date')})"
+                return f"{usd_text(cost['usd_per_hour'])}/h, {cost.get('price_source')} ({cost.get('price_date')})"
             return cost.get("price_note") or "no cost: the run has no result, or was recorded without prices"
         return COLUMN_TIPS[column]

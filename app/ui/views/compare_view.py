@@ -35,6 +35,7 @@ from app.services.reporting import Comparison, compare_stored
 from app.services.store import RunStore
 from app.ui import theme
 from app.ui.bridge import Bridge
+from app.ui.numbers import figure, usd
 from app.ui.views.export import ExportButtons, ReportExporter
 from app.ui.widgets.charts import new_plot, nice_ceiling, style_layout, style_plot
 from app.ui.widgets.error_panel import describe_exception
@@ -58,6 +59,8 @@ COLUMN_TIPS = {
 }
 MARKETS = (("on_demand", "On-demand prices"), ("spot", "Spot prices"))
 BAR_GROUP_WIDTH = 0.8
+SOURCE_COLUMN_WIDTH = 260  # a price source is long (a catalog path and commit): elided, whole on its tooltip
+TABLE_SHARE_MAX = 0.45     # of the height under the summary; the charts get the rest
 WORKLOADS = {"train": "training", "infer": "inference"}
 
 
@@ -68,8 +71,8 @@ def compute(paths: AppPaths, run_ids: list[str], options: CompareOptions) -> Com
         return compare_stored(store, book, run_ids, options)
 
 
-def _num(value: float | None, fmt: str = ".4g", prefix: str = "") -> str:
-    return "N/A" if value is None else f"{prefix}{value:{fmt}}"
+def _ms(value: float | None) -> str:
+    return figure(value, 3)
 
 
 def _ratio(value: float | None) -> str:
@@ -119,6 +122,9 @@ class CompareView(QWidget):
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary.setToolTip("the decision summary: worded only as strongly as the measurements allow")
+        font = self.summary.font()
+        font.setPointSizeF(font.pointSizeF() * 1.1)
+        self.summary.setFont(font)
         self.baseline = QComboBox()
         self.baseline.setToolTip("the run the others are measured against (speed, work per dollar)")
         self.baseline.setMinimumContentsLength(28)
@@ -137,6 +143,7 @@ class CompareView(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)  # one line a row: long cells are elided, whole on their tooltips
         self.table.setAlternatingRowColors(True)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
@@ -170,11 +177,11 @@ class CompareView(QWidget):
         charts_layout.setContentsMargins(0, 0, 0, 0)
         charts_layout.addWidget(self.charts, 1)
         charts_layout.addWidget(self.legend)
-        splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)
         splitter.addWidget(charts)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
         splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
@@ -289,29 +296,45 @@ class CompareView(QWidget):
         for index, row in enumerate(rows):
             group = self.group_of(doc, row)
             ci = group["ci95"] if group and group["n"] >= 2 else None
-            p99 = _num(row["latency_p99_ms"], ".3g")
+            p99 = _ms(row["latency_p99_ms"])
             if row["latency_p99_ms"] is not None and row["p99_reliable"] is False:
                 p99 = "~" + p99
             cells = [
                 row["run_id"], row["label"], WORKLOADS.get(row["workload"], row["workload"] or ""),
-                str(row["batch_size"]), f"{_num(row['throughput'])} {row['unit']}",
-                f"{ci[0]:.4g} – {ci[1]:.4g}" if ci else "—",
-                _num(row["latency_p50_ms"], ".3g"), p99, _num(row["usd_per_hour"], ".4g", "$"),
+                str(row["batch_size"]), f"{figure(row['throughput'])} {row['unit']}",
+                f"{figure(ci[0])} – {figure(ci[1])}" if ci else "—",
+                _ms(row["latency_p50_ms"]), p99, usd(row["usd_per_hour"]),
                 f"{row['price_source']} ({row['price_date']})" if row["price_source"] else (row["price_note"] or "N/A"),
-                _num(row["usd_per_1m"], ".4g", "$"), _ratio(row["price_performance_vs_baseline"]),
+                usd(row["usd_per_1m"]), _ratio(row["price_performance_vs_baseline"]),
                 _ratio(row["speedup_vs_baseline"]), difference(group),
             ]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
+                item.setToolTip(text)
                 if COLUMNS[col] in ("Throughput", "p50 ms", "p99 ms", "$/h", "$ per 1M", "Work per $ vs baseline",
                                     "Speed vs baseline"):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if COLUMNS[col] == "Price source" and row["price_note"]:
-                    item.setToolTip(row["price_note"])
+                if COLUMNS[col] == "Price source":
+                    item.setToolTip("; ".join(t for t in (text, row["price_note"]) if t))
                 elif COLUMNS[col] == "Difference" and group and group["overlaps_with"]:
                     item.setToolTip("95% interval overlaps " + ", ".join(group["overlaps_with"]))
                 self.table.setItem(index, col, item)
         self.table.resizeColumnsToContents()
+        source = COLUMNS.index("Price source")
+        self.table.setColumnWidth(source, min(self.table.columnWidth(source), SOURCE_COLUMN_WIDTH))
+        self._fit_table()
+
+    def _fit_table(self) -> None:
+        """Give the table the height of its rows (up to a share of the view), the charts the rest."""
+        total = sum(self.splitter.sizes())
+        if total <= 0:
+            return
+        rows = self.table.rowCount()
+        wanted = (self.table.horizontalHeader().height() + 2 * self.table.frameWidth() + 4
+                  + sum(self.table.rowHeight(r) for r in range(rows))
+                  + self.table.horizontalScrollBar().sizeHint().height())
+        height = min(wanted, int(total * TABLE_SHARE_MAX))
+        self.splitter.setSizes([height, total - height])
 
     def _draw(self, doc: dict[str, Any]) -> None:
         pal = self.palette()
