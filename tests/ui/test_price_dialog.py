@@ -4,29 +4,16 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-import shiboken6
 from PySide6.QtCore import Qt
 
 from app.services.pricing import load_pricebook
 from app.ui.dialogs.price_dialog import PriceOverrideDialog
+from tests.ui.views_helpers import show  # noqa: F401
 
 
 @pytest.fixture
-def dialog(no_leaks, qtbot, app_paths):
-    made = []
-
-    def make(**kwargs) -> PriceOverrideDialog:
-        box = PriceOverrideDialog(app_paths, **kwargs)
-        made.append(box)
-        box.show()
-        qtbot.waitExposed(box)
-        return box
-
-    yield make
-    for box in made:
-        if shiboken6.isValid(box):
-            box.close()
-            box.deleteLater()
+def dialog(app_paths, show):  # noqa: F811
+    return lambda **kwargs: show(PriceOverrideDialog(app_paths, **kwargs), (520, 320))
 
 
 def test_it_shows_the_current_price_with_its_source_and_date(dialog):

@@ -38,7 +38,6 @@ from app.ui.bridge import Bridge
 from app.ui.numbers import figure, usd
 from app.ui.views.export import ExportButtons, ReportExporter
 from app.ui.widgets.charts import new_plot, nice_ceiling, style_layout, style_plot
-from app.ui.widgets.error_panel import describe_exception
 from app.ui.widgets.status_line import StatusLine
 
 COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "p50 ms", "p99 ms", "$/h", "Price source",
@@ -239,8 +238,8 @@ class CompareView(QWidget):
         if generation != self._generation:
             return
         self.loading = False
-        self._clear(describe_exception(exc)[0])
         self._show_error("The runs cannot be compared", exc)
+        self._clear(self.status.text())
 
     def _clear(self, summary: str) -> None:
         self.doc = None
@@ -426,8 +425,6 @@ class CompareView(QWidget):
         self._update_controls()
 
     def _show_error(self, title: str, exc: BaseException) -> None:
-        message, detail = describe_exception(exc)
-        self.status.show_error(message, detail)
-        self.error_raised.emit(title, message, detail)
+        self.error_raised.emit(title, *self.status.show_exception(exc))
         self._update_controls()
 

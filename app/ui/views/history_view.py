@@ -32,7 +32,6 @@ from app.services.store import RunStore
 from app.ui.bridge import Bridge
 from app.ui.models.runs_table import COLUMNS, RUN_ROLE, SORT_ROLE, RunsTableModel
 from app.ui.views.export import ExportButtons, ReportExporter
-from app.ui.widgets.error_panel import describe_exception
 from app.ui.widgets.status_line import StatusLine
 
 HISTORY_LIMIT = 2000  # newest first; older runs stay in the store (and in `neuronbench runs list`)
@@ -289,7 +288,5 @@ class HistoryView(QWidget):
         self._update_buttons()
 
     def _show_error(self, title: str, exc: BaseException) -> None:
-        message, detail = describe_exception(exc)
-        self.status.show_error(message, detail)
-        self.error_raised.emit(title, message, detail)
+        self.error_raised.emit(title, *self.status.show_exception(exc))
         self._update_buttons()

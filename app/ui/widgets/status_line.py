@@ -6,6 +6,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QWidget
 
 from app.ui import theme
+from app.ui.widgets.error_panel import describe_exception
 
 
 class StatusLine(QLabel):
@@ -26,6 +27,12 @@ class StatusLine(QLabel):
         self.setText(message)
         self.setToolTip(detail.strip()[-4000:] if detail.strip() else message)
         self._tint()
+
+    def show_exception(self, exc: BaseException) -> tuple[str, str]:
+        """Show the engine's sentence for ``exc``; returns (sentence, detail) for the app's error panel."""
+        message, detail = describe_exception(exc)
+        self.show_error(message, detail)
+        return message, detail
 
     def _tint(self) -> None:
         pal = self.palette()
