@@ -6,12 +6,11 @@ import json
 import sys
 
 from app.cli.runs_text import format_compare
-from app.core.compare import CompareError, CompareOptions, compare_runs
-from app.core.decision import summary
+from app.core.compare import CompareOptions
 from app.core.errors import BadSpecError
-from app.core.runrecord import StoredRun
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
+from app.services.reporting import Comparison, compare_stored
 from app.services.store import RunStore
 
 
@@ -49,38 +48,21 @@ def options_from(args: argparse.Namespace, store: RunStore) -> CompareOptions:
                           samples_per_epoch=args.epoch_samples)
 
 
-def load_runs(store: RunStore, refs: list[str]) -> list[StoredRun]:
-    runs: list[StoredRun] = []
-    for ref in refs:
-        run = store.load(ref)
-        if all(r.run_id != run.run_id for r in runs):
-            runs.append(run)
-    return runs
-
-
-def build(args: argparse.Namespace) -> tuple[dict, list[StoredRun], RunStore]:
-    """The comparison document for ``args`` (the store is left open for the report to read telemetry)."""
+def build(args: argparse.Namespace) -> tuple[Comparison, RunStore]:
+    """The comparison for ``args`` (the store is left open for the report to read telemetry)."""
     paths = AppPaths.resolve(args.data_dir)
     store = RunStore(paths.runs_db)
     try:
-        runs = load_runs(store, args.run_ids)
-        options = options_from(args, store)
-        if options.baseline and options.baseline not in {r.run_id for r in runs}:
-            runs.insert(0, store.load(options.baseline))
-        doc = compare_runs(runs, load_pricebook(paths), options)
-    except CompareError as exc:
-        store.close()
-        raise BadSpecError(str(exc)) from None
+        return compare_stored(store, load_pricebook(paths), args.run_ids, options_from(args, store)), store
     except BaseException:
         store.close()
         raise
-    doc["summary"] = summary(doc)
-    return doc, runs, store
 
 
 def handle(args: argparse.Namespace) -> int:
-    doc, _, store = build(args)
+    comparison, store = build(args)
     store.close()
+    doc = comparison.doc
     if args.json:
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")

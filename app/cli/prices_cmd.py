@@ -28,6 +28,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("usd_per_hour", metavar="USD_PER_HOUR")
     p.add_argument("--region", metavar="R", help="only in this region (default: every region)")
     p.add_argument("--spot", action="store_true", help="set the spot price instead of the on-demand one")
+    p.add_argument("--note", metavar="TEXT", help="what this price is (e.g. \"1-year RI\"): shown as its source")
     p.add_argument("--json", action="store_true", help="print the stored price as JSON")
     p.set_defaults(handler=handle_set)
 
@@ -93,7 +94,8 @@ def handle_set(args: argparse.Namespace) -> int:
     try:
         usd = parse_usd_per_hour(args.usd_per_hour)
         entry = pricing.set_user_price(AppPaths.resolve(args.data_dir), args.instance_type, usd,
-                                       region=args.region, market="spot" if args.spot else "on_demand")
+                                       region=args.region, market="spot" if args.spot else "on_demand",
+                                       note=args.note)
     except PriceBookError as exc:
         raise BadSpecError(str(exc)) from None
     if args.json:
@@ -101,7 +103,7 @@ def handle_set(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         where = f"in {args.region}" if args.region else "in every region"
-        print(f"{entry.instance_type} {market_label(entry.market)} {where}: ${usd}/h (set by you on {entry.date}); "
+        print(f"{entry.instance_type} {market_label(entry.market)} {where}: ${usd}/h ({entry.source} on {entry.date}); "
               "compare and report use it from now on")
     return 0
 

@@ -104,14 +104,27 @@ def _update(paths: AppPaths, change) -> None:
             raise
 
 
+def user_source(note: str | None = None) -> str:
+    """The source shown beside a price the user set: "set by you", with their note when they gave one."""
+    note = " ".join((note or "").split())
+    return f"set by you: {note}" if note else "set by you"
+
+
 def set_user_price(paths: AppPaths, instance_type: str, usd_per_hour: float, region: str | None = None,
-                   market: str = "on_demand", date: str | None = None) -> PriceEntry:
-    """Record the user's own price (a discount, an RI rate); it wins over every other source."""
+                   market: str = "on_demand", date: str | None = None, note: str | None = None) -> PriceEntry:
+    """Record the user's own price (a discount, an RI rate); it wins over every other source.
+
+    ``note`` (e.g. "1-year RI") travels with the price as part of its source, so every
+    table and report that shows the price says what it is.
+    """
     instance_type = instance_type.strip()
     if not instance_type or any(ch.isspace() for ch in instance_type):
         raise PriceBookError(f"{instance_type!r} is not an instance type (e.g. inf2.xlarge)")
-    entry = PriceEntry(instance_type, region or ANY_REGION, market, usd_per_hour, "set by you", date or today(),
-                       "user")
+    region = (region or "").strip() or None
+    if region is not None and any(ch.isspace() for ch in region):
+        raise PriceBookError(f"{region!r} is not a region (e.g. us-east-1)")
+    entry = PriceEntry(instance_type, region or ANY_REGION, market, usd_per_hour, user_source(note),
+                       date or today(), "user")
     _update(paths, lambda user, refreshed: (merge_entries(user, [entry]), refreshed))
     return entry
 

@@ -20,7 +20,9 @@ from app.core.pricebook import PriceBook
 from app.core.results import failed_result
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
+from app.services.session import RunSession
 from app.services.store import RunStore
+from app.services.transport import Transport
 from remote_agent.protocol import RunSpec
 
 
@@ -125,3 +127,29 @@ def open_recording(paths: AppPaths, warn: Callable[[str], None]) -> tuple[RunSto
         warn(f"runs are recorded without prices: {exc}")
         book = None
     return store, book
+
+
+def run_recorded(transport: Transport, spec: RunSpec, store: RunStore, book: PriceBook | None,
+                 declared_type: str | None = None, declared_region: str | None = None,
+                 on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run ``spec`` once on ``transport``'s host, every event stored as it arrives; returns the priced Result.
+
+    What ``neuronbench run`` does for one host and one repeat, for callers without
+    a progress printer (the screenshots, fixtures of stored runs).  A run that fails
+    is stored as failed, with the engine's sentence.
+    """
+    session = RunSession(transport, spec)
+    recorder = RunRecorder.start(store, book, transport.host, spec, session.run_id, declared_type=declared_type,
+                                 declared_region=declared_region)
+
+    def record(event: dict[str, Any]) -> None:
+        recorder(event)
+        if on_event is not None:
+            on_event(event)
+
+    session.on_event = record
+    try:
+        result = session.run()
+    except NeuronBenchError as exc:
+        result = failed_result(transport.host, spec.to_dict(), session.run_id, exc)
+    return recorder.finish(result)

@@ -327,6 +327,24 @@ class RunStore:
                            [(run_id, row["t"], _dumps(row)) for row in rows])
         return len(rows)
 
+    def delete_run(self, run_id: str) -> int:
+        """Forget a run: its row, every stored event and its telemetry; returns the events removed.
+
+        A run some process is recording now is refused (its recorder would write to a
+        row that is gone): cancel it, or wait for it to end.  The host's own run
+        directory is left alone.
+        """
+        self._require(run_id)
+        if self.is_recording(run_id):
+            raise StoreError(f"run {run_id} is being recorded now: cancel it or let it finish before deleting it")
+        with self._write() as db:
+            # Explicit deletes rather than ON DELETE CASCADE alone: the cascade needs
+            # foreign_keys=ON on the connection, and a run must never leave events behind.
+            removed = db.execute("DELETE FROM events WHERE run_id = ?", (run_id,)).rowcount
+            db.execute("DELETE FROM telemetry WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+        return removed
+
     # -- reading --------------------------------------------------------------------------------
     def last_seq(self, run_id: str) -> int:
         """The highest seq stored for the run (0 when none): re-attach with ``--from-seq last_seq + 1``."""

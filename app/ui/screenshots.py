@@ -26,10 +26,17 @@ from PySide6.QtWidgets import QStyleFactory, QWidget
 
 from app.core.presets import TINY_VIT_ARGS
 from app.paths import AppPaths
+from app.services.pricing import load_pricebook
+from app.services.recorder import run_recorded
 from app.services.replay import ReplayTransport, live_stream, read_events, virtual_clock
+from app.services.store import RunStore
+from app.services.transport import LocalTransport
 from app.ui.app import make_application
+from app.ui.bridge import Bridge
 from app.ui.main_window import MainWindow
 from app.ui.settings import AppSettings
+from app.ui.views.compare_view import CompareView
+from app.ui.views.history_view import HistoryView
 from remote_agent.protocol import RunSpec
 
 RUNS_DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runs"
@@ -118,6 +125,7 @@ class Shots:
         self.saved: list[Path] = []
         self.settings_file = out / ".screenshots-settings.ini"
         self.samples = read_events(RUNS_DATA / "samples-trn1-2xlarge.jsonl")
+        self._stored: list[str] | None = None
 
     def window(self, **kwargs) -> MainWindow:
         return new_window(self.paths, self.settings_file, **kwargs)
@@ -203,6 +211,51 @@ class Shots:
         finally:
             app.setStyle(QStyleFactory.create(style))
             app.setPalette(palette)
+
+    def stored_runs(self) -> list[str]:
+        """Three real tiny runs recorded in the store (once), priced as trn1.2xlarge and inf2.xlarge hosts."""
+        if self._stored is None:
+            book = load_pricebook(self.paths)
+            tiny = {"model": "vit_tiny_patch16_224", "model_args": dict(TINY_VIT_ARGS), "backend": "cpu",
+                    "workers": 0}
+            runs = (("trn1-box", "trn1.2xlarge", RunSpec(workload="train", batch_sizes=(8,), steps=40, warmup=5,
+                                                          **tiny)),
+                    ("inf2-box", "inf2.xlarge", RunSpec(workload="train", batch_sizes=(8,), steps=40, warmup=5,
+                                                         **tiny)),
+                    ("inf2-box", "inf2.xlarge", RunSpec(workload="infer", batch_sizes=(1, 4, 16), duration=1.0,
+                                                         min_iters=100, warmup=3, **tiny)))
+            with RunStore(self.paths.runs_db) as store:
+                self._stored = [run_recorded(LocalTransport(self.paths, host=host), spec, store, book, itype,
+                                             "us-east-1")["run_id"] for host, itype, spec in runs]
+        return self._stored
+
+    def view(self, widget: QWidget, name: str, bridge: Bridge) -> None:
+        widget.resize(*WINDOW_SIZE)
+        widget.show()
+        try:
+            save(widget, self.out, name, self.saved)
+        finally:
+            widget.close()
+            bridge.shutdown()
+
+    def shot_09_history(self) -> None:
+        """The run history: real stored runs, two selected for comparison."""
+        ids = self.stored_runs()
+        bridge = Bridge()
+        view = HistoryView(self.paths, bridge)
+        view.refresh()
+        wait_until(lambda: not view.loading, 30, "the history")
+        view.select_runs(ids[:2])
+        self.view(view, "09-history.png", bridge)
+
+    def shot_10_compare(self) -> None:
+        """The comparison of the stored runs: decision summary, table, bars, latency vs throughput."""
+        ids = self.stored_runs()
+        bridge = Bridge()
+        view = CompareView(self.paths, bridge)
+        view.set_runs(ids)
+        wait_until(lambda: view.doc is not None or view.status.is_error, 60, "the comparison")
+        self.view(view, "10-compare.png", bridge)
 
     def all(self) -> list[str]:
         return sorted(name for name in dir(self) if name.startswith("shot_"))

@@ -10,7 +10,6 @@ from html.parser import HTMLParser
 
 import pytest
 
-from app.cli.compare_cmd import load_runs
 from app.core.compare import CompareOptions, compare_runs
 from app.core.compile_cache import cache_state_of_events
 from app.core.decision import summary
@@ -20,6 +19,7 @@ from app.reports.json_report import render_json
 from app.reports.model import REPORT_SCHEMA, RunMaterial, build_report
 from app.reports.svg import nice_ticks
 from app.services.pricing import load_pricebook
+from app.services.reporting import load_runs
 from app.services.store import RunStore
 from tests.reports.sample_store import populate
 

@@ -39,6 +39,15 @@ def test_a_price_set_by_the_user_wins_carries_its_date_and_can_be_removed(run_cl
     assert again.code == 2 and "you have set no price for inf2.xlarge" in again.stderr
 
 
+def test_a_note_says_what_a_price_is_wherever_it_is_shown(run_cli):
+    out = run_cli("prices", "set", "trn1.2xlarge", "0.95", "--note", "1-year  RI", "--region", "us-east-1")
+    assert out.code == 0, out.stderr
+    assert "trn1.2xlarge on-demand in us-east-1: $0.95/h (set by you: 1-year RI on " in out.stdout
+    rows = {r["region"]: r for r in run_cli("prices", "list", "--type", "trn1.2xlarge", "--json").json()["prices"]}
+    assert rows["us-east-1"]["on_demand"]["source"] == "set by you: 1-year RI"
+    assert rows["us-east-2"]["on_demand"]["source"].startswith("skypilot-org")
+
+
 def test_a_price_that_is_not_a_positive_number_is_refused_in_one_sentence(run_cli):
     for bad in ("0", "-3", "cheap"):
         out = run_cli("prices", "set", "inf2.xlarge", bad)

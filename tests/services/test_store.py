@@ -269,3 +269,33 @@ def test_a_sample_with_groups_missing_or_null_is_stored_without_inventing_values
     assert row["host"] == {"cpu_pct": None, "mem_used": None, "mem_total": None}
     assert row["devices"][0]["util_pct"] is None and row["runtime"]["completed"] is None
     assert row["missing"] == {"host": "procfs unreadable"}
+
+
+def test_deleting_a_run_removes_its_events_and_telemetry_and_leaves_the_others(db_path):
+    keep, gone = "20261122-000000-keep01", "20261122-000000-gone01"
+    with RunStore(db_path, bucket_s=2.0) as store:
+        for run_id in (keep, gone):
+            recorder = RunRecorder.start(store, None, "h", {"workload": "train"}, run_id)
+            for event in train_stream(run_id):
+                recorder(event)
+            recorder(sample(100, T0 + 100.0))
+            recorder.finish(dict(store.get_run(run_id).result))
+        before = store.event_count(gone)
+        assert store.delete_run(gone) == before > 0
+        assert store.get_run(gone) is None
+        assert list(store.events(gone)) == [] and store.telemetry(gone) == []
+        raw = sqlite3.connect(db_path)
+        assert raw.execute("SELECT COUNT(*) FROM events WHERE run_id = ?", (gone,)).fetchone() == (0,)
+        assert raw.execute("SELECT COUNT(*) FROM telemetry WHERE run_id = ?", (gone,)).fetchone() == (0,)
+        raw.close()
+        assert [r.run_id for r in store.list_runs()] == [keep] and store.telemetry(keep)
+        with pytest.raises(StoreError, match="no run"):
+            store.delete_run(gone)
+
+
+def test_a_run_being_recorded_cannot_be_deleted(db_path):
+    with RunStore(db_path) as store:
+        store.begin_run("20261122-000000-live01", "h", {})
+        with pytest.raises(StoreError, match="being recorded now: cancel it"):
+            store.delete_run("20261122-000000-live01")
+        assert store.get_run("20261122-000000-live01").status == "running"

@@ -1,0 +1,154 @@
+"""The run store's runs as a table model: one row per run, display text plus a value to sort by."""
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QPixmap
+
+from app.core.runrecord import StoredRun
+from app.ui import theme
+from app.ui.numbers import figure
+from app.ui.numbers import usd as usd_text
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+RUN_ROLE = Qt.ItemDataRole.UserRole + 2
+COLUMNS = ("Run", "Started", "Host", "Instance type", "Workload", "Model", "Backend", "Status", "Result",
+           "$ per 1M")
+COLUMN_TIPS = {
+    "Run": "the run's id (newest first); `neuronbench runs show ID` prints it in full",
+    "Started": "when the run was started (local time)",
+    "Host": "the host it ran on",
+    "Instance type": "the host's instance type, from its probe or its profile",
+    "Workload": "training or inference",
+    "Model": "the timm model benchmarked",
+    "Backend": "the backend the agent used (neuron, xla, cuda, cpu)",
+    "Status": "ok, failed, cancelled; running while recorded; unfinished when the app stopped following it",
+    "Result": "training: samples per second; inference: the best inferences per second over the batch sizes",
+    "$ per 1M": "cost per million samples (training) or inferences (best batch size), at the price when it ran",
+}
+# The store's statuses, in the colours of theme.STATUS.
+_DOT = {"ok": "ok", "running": "running", "failed": "failed", "cancelled": "cancelled", "unfinished": "detached"}
+_WORKLOAD = {"train": "training", "infer": "inference"}
+
+
+def headline(run: StoredRun) -> tuple[float | None, str]:
+    """(the number a row shows, its text): samples/s for training, the best inferences/s for inference."""
+    result = run.result or {}
+    if run.workload == "train":
+        value = (result.get("train") or {}).get("throughput_samples_per_s")
+        return value, "N/A" if value is None else f"{figure(value)} samples/s"
+    rows = [r for r in result.get("infer") or [] if r.get("throughput_per_s") is not None]
+    if not rows:
+        return None, "N/A"
+    best = max(rows, key=lambda r: r["throughput_per_s"])
+    return best["throughput_per_s"], f"{figure(best['throughput_per_s'])} inf/s (batch {best.get('batch_size')})"
+
+
+def usd_per_million(run: StoredRun) -> float | None:
+    """The stored cost per 1M of work (for inference, at the batch size of the headline number)."""
+    cost = (run.result or {}).get("cost") or {}
+    if run.workload == "train":
+        return cost.get("usd_per_1m_samples")
+    best = headline(run)[0]
+    per_batch = {r.get("batch_size"): r.get("usd_per_1m") for r in cost.get("usd_per_1m_inferences") or []}
+    for row in (run.result or {}).get("infer") or []:
+        if best is not None and row.get("throughput_per_s") == best:
+            return per_batch.get(row.get("batch_size"))
+    return None
+
+
+def started_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return _dt.datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _cells(run: StoredRun) -> list[tuple[str, Any]]:
+    """(text, sort value) per column."""
+    result = run.result or {}
+    value, text = headline(run)
+    usd = usd_per_million(run)
+    started = run.started_at or run.created_at
+    return [
+        (run.run_id, run.run_id),
+        (started_text(started), started or 0.0),
+        (run.host, run.host.lower()),
+        (run.instance_type or "unknown", run.instance_type or ""),
+        (_WORKLOAD.get(run.workload or "", run.workload or ""), run.workload or ""),
+        (run.model or "", (run.model or "").lower()),
+        (result.get("backend") or (run.spec or {}).get("backend") or "", result.get("backend") or ""),
+        (run.status, run.status),
+        (text, -1.0 if value is None else value),  # N/A sorts below every measured number
+        (usd_text(usd), float("inf") if usd is None else usd),
+    ]
+
+
+class RunsTableModel(QAbstractTableModel):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.runs: list[StoredRun] = []
+        self._cells: list[list[tuple[str, Any]]] = []
+        self._dots: dict[str, QPixmap] = {}
+
+    def set_runs(self, runs: list[StoredRun]) -> None:
+        self.beginResetModel()
+        self.runs = list(runs)
+        self._cells = [_cells(run) for run in self.runs]
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.runs)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return COLUMN_TIPS[COLUMNS[section]]
+        return None
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        run = self.runs[index.row()]
+        text, sort_value = self._cells[index.row()][index.column()]
+        column = COLUMNS[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return text
+        if role == SORT_ROLE:
+            return sort_value
+        if role == RUN_ROLE:
+            return run
+        if role == Qt.ItemDataRole.DecorationRole and column == "Status":
+            return self._dot(run.status)
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in ("Result", "$ per 1M"):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._tooltip(run, column)
+        return None
+
+    def _dot(self, status: str) -> QPixmap:
+        if status not in self._dots:
+            self._dots[status] = theme.status_dot(_DOT.get(status, "unknown"))
+        return self._dots[status]
+
+    @staticmethod
+    def _tooltip(run: StoredRun, column: str) -> str:
+        result = run.result or {}
+        if column == "Status":
+            error = (result.get("error") or {}).get("message")
+            if run.status == "unfinished":
+                return "the app stopped following this run before it ended: Re-attach to follow it again"
+            return error or run.status
+        if column == "$ per 1M":
+            cost = result.get("cost") or {}
+            if cost.get("usd_per_hour") is not None:
+                return f"{usd_text(cost['usd_per_hour'])}/h, {cost.get('price_source')} ({cost.get('price_date')})"
+            return cost.get("price_note") or "no cost: the run has no result, or was recorded without prices"
+        return COLUMN_TIPS[column]

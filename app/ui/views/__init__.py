@@ -1,0 +1,1 @@
+"""Whole views the main window puts into tabs: run history, comparison."""

@@ -1,0 +1,430 @@
+"""The compare view: the chosen runs side by side, the decision summary on top, charts below.
+
+The comparison is the one ``neuronbench compare`` prints (app.services.reporting ->
+app.core.compare), computed on a worker thread with the current price book each
+time the runs, the baseline or the market change.  A result that arrives after a
+newer request is dropped (the generation counter), so a quick click-through never
+shows a stale table.
+"""
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.compare import CompareOptions
+from app.paths import AppPaths
+from app.services.pricing import load_pricebook
+from app.services.reporting import Comparison, compare_stored
+from app.services.store import RunStore
+from app.ui import theme
+from app.ui.bridge import Bridge
+from app.ui.numbers import figure, usd
+from app.ui.views.export import ExportButtons, ReportExporter
+from app.ui.widgets.charts import new_plot, nice_ceiling, style_layout, style_plot
+from app.ui.widgets.status_line import StatusLine
+
+COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "p50 ms", "p99 ms", "$/h", "Price source",
+           "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference")
+COLUMN_TIPS = {
+    "Run": "the stored run", "Host": "instance type (host name where two hosts share one)",
+    "Workload": "training or inference", "Batch": "batch size (per process for training)",
+    "Throughput": "samples/s (training) or inferences/s (inference); the median of repeats where there are",
+    "95% CI": "bootstrap 95% interval of the median, from repeats (--repeats 3 or more); none for a single run",
+    "p50 ms": "median request latency (inference)", "p99 ms": "99th percentile latency (inference; needs 100 "
+                                                             "requests, marked ~ when fewer)",
+    "$/h": "hourly price of the instance type, from the price book",
+    "Price source": "where the hourly price comes from, and its date",
+    "$ per 1M": "cost per million samples or inferences: $/h / 3600 / throughput x 1e6",
+    "Work per $ vs baseline": "samples (or inferences) per dollar relative to the baseline run: >1 is cheaper work",
+    "Speed vs baseline": "throughput relative to the baseline run",
+    "Difference": "whether the difference from the baseline is significant (95% intervals of repeats)",
+}
+MARKETS = (("on_demand", "On-demand prices"), ("spot", "Spot prices"))
+BAR_GROUP_WIDTH = 0.8
+SOURCE_COLUMN_WIDTH = 260  # a price source is long (a catalog path and commit): elided, whole on its tooltip
+TABLE_SHARE_MAX = 0.45     # of the height under the summary; the charts get the rest
+WORKLOADS = {"train": "training", "infer": "inference"}
+
+
+def compute(paths: AppPaths, run_ids: list[str], options: CompareOptions) -> Comparison:
+    """Worker thread: the comparison with the current price book (its own store connection)."""
+    book = load_pricebook(paths)
+    with RunStore(paths.runs_db) as store:
+        return compare_stored(store, book, run_ids, options)
+
+
+def _ms(value: float | None) -> str:
+    return figure(value, 3)
+
+
+def _ratio(value: float | None) -> str:
+    return "N/A" if value is None else f"{value:.2f}×"
+
+
+def category(row: dict[str, Any]) -> tuple[int, int]:
+    """The x group a bar stands in, training first: training runs compare whatever their batch size;
+    inference per batch size."""
+    if row["workload"] == "train":
+        return (0, 0)
+    return (1, int(row["batch_size"] or 0))
+
+
+def category_label(key: tuple[int, int]) -> str:
+    return "training" if key[0] == 0 else f"batch {key[1]}"
+
+
+def difference(group: dict[str, Any] | None) -> str:
+    """The flag DESIGN.md asks for, in words."""
+    if group is None:
+        return ""
+    if group["is_baseline"]:
+        return "baseline"
+    if group["faster_significant"] is False or group["overlaps_with"]:
+        return "not a significant difference"
+    if group["faster_significant"]:
+        return "significant (95% intervals apart)"
+    return "not tested (single runs)" if group["baseline_label"] else ""
+
+
+class CompareView(QWidget):
+    error_raised = Signal(str, str, str)   # title, sentence, detail: for the app's error panel
+    computed = Signal(object)              # the comparison document, once shown
+
+    def __init__(self, paths: AppPaths, bridge: Bridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.paths, self.bridge = paths, bridge
+        self.run_ids: list[str] = []
+        self.doc: dict[str, Any] | None = None
+        self.loading = False
+        self._generation = 0
+        pal = self.palette()
+
+        self.summary = QLabel("Select runs in the history and press Compare.")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary.setToolTip("the decision summary: worded only as strongly as the measurements allow")
+        font = self.summary.font()
+        font.setPointSizeF(font.pointSizeF() * 1.1)
+        self.summary.setFont(font)
+        self.baseline = QComboBox()
+        self.baseline.setToolTip("the run the others are measured against (speed, work per dollar)")
+        self.baseline.setMinimumContentsLength(28)
+        self.market = QComboBox()
+        for key, label in MARKETS:
+            self.market.addItem(label, key)
+        self.market.setToolTip("price every run with on-demand or with spot prices (spot prices change often "
+                               "and differ by zone: `neuronbench prices refresh` fetches current ones)")
+        self.export = ExportButtons("this comparison")
+        self.status = StatusLine()
+
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        for index, name in enumerate(COLUMNS):
+            self.table.horizontalHeaderItem(index).setToolTip(COLUMN_TIPS[name])
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)  # one line a row: long cells are elided, whole on their tooltips
+        self.table.setAlternatingRowColors(True)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setStretchLastSection(True)
+
+        self.charts = pg.GraphicsLayoutWidget()
+        style_layout(self.charts, pal)
+        self.throughput_plot = new_plot("Throughput", "per second", pal)
+        self.cost_plot = new_plot("$ per 1M samples / inferences", "$", pal)
+        self.latency_plot = new_plot("p99 latency vs throughput", "p99 ms", pal)
+        self.latency_plot.setLabel("bottom", "inferences/s")
+        self.plots = (self.throughput_plot, self.cost_plot, self.latency_plot)
+        for col, plot in enumerate(self.plots):
+            self.charts.addItem(plot, row=0, col=col)
+        self.charts.setToolTip("bars: one colour per run, grouped by batch size; right: one line per run through "
+                               "its batch sizes")
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setToolTip("the colour of each run in the charts")
+        self.throughput_bars: dict[str, pg.BarGraphItem] = {}
+        self.cost_bars: dict[str, pg.BarGraphItem] = {}
+        self.latency_curves: dict[str, pg.PlotDataItem] = {}
+
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Baseline:"))
+        controls.addWidget(self.baseline)
+        controls.addWidget(self.market)
+        controls.addStretch(1)
+        controls.addWidget(self.export)
+        charts = QWidget()
+        charts_layout = QVBoxLayout(charts)
+        charts_layout.setContentsMargins(0, 0, 0, 0)
+        charts_layout.addWidget(self.charts, 1)
+        charts_layout.addWidget(self.legend)
+        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.table)
+        splitter.addWidget(charts)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        splitter.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addLayout(controls)
+        layout.addWidget(splitter, 1)
+        layout.addWidget(self.status)
+
+        self.exporter = ReportExporter(paths, bridge, self)
+        self.exporter.finished.connect(self.status.show_message)
+        self.exporter.finished.connect(self._update_controls)
+        self.exporter.failed.connect(lambda exc: self._show_error("Export failed", exc))
+        self.baseline.activated.connect(lambda _: self.recompute())
+        self.market.activated.connect(lambda _: self.recompute())
+        self.export.requested.connect(self.ask_export)
+        self._update_controls()
+
+    # -- computing ----------------------------------------------------------------------------------
+    def set_runs(self, run_ids: Sequence[str]) -> None:
+        """Compare these runs (the first is the baseline until another is picked)."""
+        self.run_ids = list(dict.fromkeys(run_ids))
+        self.baseline.clear()
+        self.recompute()
+
+    def options(self) -> CompareOptions:
+        return CompareOptions(baseline=self.baseline.currentData() or None, market=self.market.currentData())
+
+    def recompute(self) -> None:
+        if not self.run_ids:
+            self._clear("Select runs in the history and press Compare.")
+            return
+        self._generation += 1
+        generation = self._generation
+        self.loading = True
+        self.status.show_message(f"Comparing {len(self.run_ids)} run(s)…")
+        self._update_controls()
+        self.bridge.call("compare", compute, self.paths, list(self.run_ids), self.options(),
+                         on_done=lambda comparison: self._computed(generation, comparison),
+                         on_failed=lambda exc: self._failed(generation, exc))
+
+    def _computed(self, generation: int, comparison: Comparison) -> None:
+        if generation != self._generation:
+            return
+        self.loading = False
+        self.doc = comparison.doc
+        self._fill_baselines(comparison.doc)
+        self._show_summary(comparison.doc)
+        self._fill_table(comparison.doc)
+        self._draw(comparison.doc)
+        market = dict(MARKETS)[comparison.doc["market"]].lower()
+        self.status.show_message(f"{len(comparison.runs)} run(s) compared with {market}.")
+        self._update_controls()
+        self.computed.emit(comparison.doc)
+
+    def _failed(self, generation: int, exc: BaseException) -> None:
+        if generation != self._generation:
+            return
+        self.loading = False
+        self._show_error("The runs cannot be compared", exc)
+        self._clear(self.status.text())
+
+    def _clear(self, summary: str) -> None:
+        self.doc = None
+        self.summary.setText(html.escape(summary))
+        self.table.setRowCount(0)
+        for plot in self.plots:
+            plot.clear()
+        self.throughput_bars.clear()
+        self.cost_bars.clear()
+        self.latency_curves.clear()
+        self.legend.clear()
+        self._update_controls()
+
+    def _update_controls(self, *_: Any) -> None:
+        ready = self.doc is not None and not self.loading
+        self.baseline.setEnabled(ready)
+        self.market.setEnabled(ready)
+        self.export.set_enabled(ready and not self.exporter.busy)
+
+    # -- showing -----------------------------------------------------------------------------------
+    def run_order(self, doc: dict[str, Any]) -> list[str]:
+        """Runs in the order asked (the baseline first), each once; the colour index of each run."""
+        ids = list(dict.fromkeys(row["run_id"] for row in doc["rows"]))
+        return sorted(ids, key=lambda run_id: (run_id != doc["baseline"], self._asked_index(run_id)))
+
+    def _asked_index(self, run_id: str) -> int:
+        return self.run_ids.index(run_id) if run_id in self.run_ids else len(self.run_ids)
+
+    def _row_label(self, doc: dict[str, Any], run_id: str) -> str:
+        row = next(r for r in doc["rows"] if r["run_id"] == run_id)
+        return f"{row['label']} · {run_id}"
+
+    def _fill_baselines(self, doc: dict[str, Any]) -> None:
+        self.baseline.blockSignals(True)
+        self.baseline.clear()
+        for run_id in self.run_order(doc):
+            self.baseline.addItem(self._row_label(doc, run_id), run_id)
+        self.baseline.setCurrentIndex(max(0, self.baseline.findData(doc["baseline"])))
+        self.baseline.blockSignals(False)
+
+    def _show_summary(self, doc: dict[str, Any]) -> None:
+        sentences = doc.get("summary") or ["Nothing to say: no run has a result."]
+        self.summary.setText("".join(f"<p style='margin:2px 0'>{html.escape(s)}</p>" for s in sentences))
+
+    def group_of(self, doc: dict[str, Any], row: dict[str, Any]) -> dict[str, Any] | None:
+        return next((g for g in doc["groups"] if row["run_id"] in g["run_ids"] and g["batch_size"] == row["batch_size"]
+                     and g["workload"] == row["workload"]), None)
+
+    def _fill_table(self, doc: dict[str, Any]) -> None:
+        order = self.run_order(doc)
+        rows = sorted(doc["rows"], key=lambda r: (category(r), order.index(r["run_id"])))
+        self.table.setRowCount(len(rows))
+        for index, row in enumerate(rows):
+            group = self.group_of(doc, row)
+            ci = group["ci95"] if group and group["n"] >= 2 else None
+            p99 = _ms(row["latency_p99_ms"])
+            if row["latency_p99_ms"] is not None and row["p99_reliable"] is False:
+                p99 = "~" + p99
+            cells = [
+                row["run_id"], row["label"], WORKLOADS.get(row["workload"], row["workload"] or ""),
+                str(row["batch_size"]), f"{figure(row['throughput'])} {row['unit']}",
+                f"{figure(ci[0])} – {figure(ci[1])}" if ci else "—",
+                _ms(row["latency_p50_ms"]), p99, usd(row["usd_per_hour"]),
+                f"{row['price_source']} ({row['price_date']})" if row["price_source"] else (row["price_note"] or "N/A"),
+                usd(row["usd_per_1m"]), _ratio(row["price_performance_vs_baseline"]),
+                _ratio(row["speedup_vs_baseline"]), difference(group),
+            ]
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(text)
+                if COLUMNS[col] in ("Throughput", "p50 ms", "p99 ms", "$/h", "$ per 1M", "Work per $ vs baseline",
+                                    "Speed vs baseline"):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if COLUMNS[col] == "Price source":
+                    item.setToolTip("; ".join(t for t in (text, row["price_note"]) if t))
+                elif COLUMNS[col] == "Difference" and group and group["overlaps_with"]:
+                    item.setToolTip("95% interval overlaps " + ", ".join(group["overlaps_with"]))
+                self.table.setItem(index, col, item)
+        self.table.resizeColumnsToContents()
+        source = COLUMNS.index("Price source")
+        self.table.setColumnWidth(source, min(self.table.columnWidth(source), SOURCE_COLUMN_WIDTH))
+        self._fit_table()
+
+    def _fit_table(self) -> None:
+        """Give the table the height of its rows (up to a share of the view), the charts the rest."""
+        total = sum(self.splitter.sizes())
+        if total <= 0:
+            return
+        rows = self.table.rowCount()
+        wanted = (self.table.horizontalHeader().height() + 2 * self.table.frameWidth() + 4
+                  + sum(self.table.rowHeight(r) for r in range(rows))
+                  + self.table.horizontalScrollBar().sizeHint().height())
+        height = min(wanted, int(total * TABLE_SHARE_MAX))
+        self.splitter.setSizes([height, total - height])
+
+    def _draw(self, doc: dict[str, Any]) -> None:
+        pal = self.palette()
+        for plot in self.plots:
+            plot.clear()
+        self.throughput_bars.clear()
+        self.cost_bars.clear()
+        self.latency_curves.clear()
+        order = self.run_order(doc)
+        categories = sorted({category(r) for r in doc["rows"]})
+        width = BAR_GROUP_WIDTH / max(1, len(order))
+        ticks = [[(i, category_label(key)) for i, key in enumerate(categories)]]
+        for plot, bars, field in ((self.throughput_plot, self.throughput_bars, "throughput"),
+                                  (self.cost_plot, self.cost_bars, "usd_per_1m")):
+            top = 0.0
+            for index, run_id in enumerate(order):
+                points = [(categories.index(category(r)), r[field]) for r in doc["rows"]
+                          if r["run_id"] == run_id and r[field] is not None]
+                if not points:
+                    continue  # missing is not zero: no bar, the table says N/A and why
+                x = np.array([p[0] for p in points], float) - BAR_GROUP_WIDTH / 2 + width * (index + 0.5)
+                height = np.array([p[1] for p in points], float)
+                item = pg.BarGraphItem(x=x, height=height, width=width * 0.9, brush=theme.series_colour(index, pal),
+                                       pen=None)
+                plot.addItem(item)
+                bars[run_id] = item
+                top = max(top, float(height.max()))
+            plot.getAxis("bottom").setTicks(ticks)
+            plot.setXRange(-0.5, len(categories) - 0.5, padding=0)
+            plot.setYRange(0, nice_ceiling(top * 1.05) if top > 0 else 1.0, padding=0)
+        self._draw_latency(doc, order, pal)
+        self.legend.setText("  ".join(
+            f"<span style='color:{theme.series_colour(i, pal).name()}'>■</span> "
+            f"{html.escape(self._row_label(doc, run_id))}{' (baseline)' if run_id == doc['baseline'] else ''}"
+            for i, run_id in enumerate(order)))
+
+    def _draw_latency(self, doc: dict[str, Any], order: list[str], pal) -> None:
+        plot = self.latency_plot
+        xs, ys = [], []
+        for index, run_id in enumerate(order):
+            rows = sorted((r for r in doc["rows"] if r["run_id"] == run_id and r["workload"] == "infer"
+                           and r["throughput"] is not None and r["latency_p99_ms"] is not None),
+                          key=lambda r: r["batch_size"])
+            if not rows:
+                continue
+            colour = theme.series_colour(index, pal)
+            x = np.array([r["throughput"] for r in rows], float)
+            y = np.array([r["latency_p99_ms"] for r in rows], float)
+            curve = plot.plot(x, y, pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=7, symbolBrush=colour,
+                              symbolPen=None)
+            self.latency_curves[run_id] = curve
+            for row, px, py in zip(rows, x, y, strict=True):
+                label = pg.TextItem(f"b{row['batch_size']}", color=theme.plot_foreground(pal), anchor=(0, 1))
+                label.setPos(px, py)
+                plot.addItem(label)
+            xs += list(x)
+            ys += list(y)
+        if xs:
+            plot.setTitle("p99 latency vs throughput (per batch size)", color=theme.plot_foreground(pal), size="9pt")
+            plot.setXRange(0, nice_ceiling(max(xs) * 1.15), padding=0)
+            plot.setYRange(0, nice_ceiling(max(ys) * 1.15), padding=0)
+        else:
+            plot.setTitle("p99 latency vs throughput: no inference runs", color=theme.plot_foreground(pal),
+                          size="9pt")
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange and hasattr(self, "plots"):
+            pal = self.palette()
+            style_layout(self.charts, pal)
+            for plot in self.plots:
+                style_plot(plot, pal)
+            if self.doc is not None:
+                self._draw(self.doc)
+
+    # -- export ------------------------------------------------------------------------------------
+    def ask_export(self, fmt: str) -> None:
+        if self.doc is None:
+            return
+        stem = f"neuronbench-compare-{self.doc['baseline']}"
+        path = self.exporter.ask_path(self, fmt, stem)
+        if path:
+            self.export_to(fmt, path)
+
+    def export_to(self, fmt: str, path: str) -> None:
+        """Write this comparison (its baseline and prices) as a report, on a worker thread."""
+        self.status.show_message(f"Writing the {fmt.upper()} report…")
+        self.exporter.export(self.run_ids, fmt, path, self.options())
+        self._update_controls()
+
+    def _show_error(self, title: str, exc: BaseException) -> None:
+        self.error_raised.emit(title, *self.status.show_exception(exc))
+        self._update_controls()
+

@@ -1,0 +1,292 @@
+"""The history view: every stored run, filtered and sorted; compare, re-run, re-attach, delete, export.
+
+The store is read on a worker thread (through the bridge) with its own
+connection, opened and closed by each call: a busy database (another process
+writing) never holds up the UI thread, and no connection outlives its thread.
+The signals ask the main window to act (start a run, re-attach, open the
+comparison); this view does not run anything itself.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QPoint, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QMessageBox,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.runrecord import StoredRun
+from app.paths import AppPaths
+from app.services.store import RunStore
+from app.ui.bridge import Bridge
+from app.ui.models.runs_table import COLUMNS, RUN_ROLE, SORT_ROLE, RunsTableModel
+from app.ui.views.export import ExportButtons, ReportExporter
+from app.ui.widgets.status_line import StatusLine
+
+HISTORY_LIMIT = 2000  # newest first; older runs stay in the store (and in `neuronbench runs list`)
+REATTACHABLE = ("running", "unfinished")
+
+
+def read_runs(db_path, limit: int) -> list[StoredRun]:
+    """Worker thread: the newest runs."""
+    with RunStore(db_path) as store:
+        return store.list_runs(limit=limit)
+
+
+def delete_runs(db_path, run_ids: list[str]) -> int:
+    """Worker thread: delete the runs (events and telemetry too); returns how many."""
+    with RunStore(db_path) as store:
+        for run_id in run_ids:
+            store.delete_run(run_id)
+    return len(run_ids)
+
+
+class HistoryView(QWidget):
+    rerun_requested = Signal(object, str)      # the run's spec (dict), its host
+    reattach_requested = Signal(str, str)      # run id, host
+    compare_requested = Signal(list)           # run ids, in the order shown
+    error_raised = Signal(str, str, str)       # title, sentence, detail: for the app's error panel
+
+    def __init__(self, paths: AppPaths, bridge: Bridge, parent: QWidget | None = None,
+                 limit: int = HISTORY_LIMIT) -> None:
+        super().__init__(parent)
+        self.paths, self.bridge, self.limit = paths, bridge, limit
+        self.loading = False
+        self.delete_question: QMessageBox | None = None
+        self._generation = 0
+
+        self.model = RunsTableModel(self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.proxy.setFilterKeyColumn(-1)  # any column: host, model, status, id, instance type...
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter: host, model, status, instance type, run id…")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.setToolTip("show only the runs whose cells contain this text (any column, any case)")
+        self.count = QLabel()
+        self.count.setToolTip(f"runs shown by the filter, of the store's newest {limit}")
+        self.refresh_button = self._button("Refresh", "read the run store again (F5)")
+        self.compare_button = self._button("Compare", "compare the selected runs: speed, cost, price-performance")
+        self.rerun_button = self._button("Re-run", "run the selected run's spec again on its host")
+        self.reattach_button = self._button("Re-attach", "follow an unfinished run again from the last event "
+                                                         "stored (only for runs that did not end)")
+        self.delete_button = self._button("Delete…", "remove the selected runs, their events and telemetry from "
+                                                     "the store (asks first; the hosts keep their run folders)")
+        self.export = ExportButtons("the selected runs")
+
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(COLUMNS.index("Started"), Qt.SortOrder.DescendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setStretchLastSection(False)  # a stretched "$ per 1M" read as a gap
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.setToolTip("")
+        self.status = StatusLine()
+
+        top = QHBoxLayout()
+        top.addWidget(self.filter, 1)
+        top.addWidget(self.count)
+        top.addWidget(self.refresh_button)
+        actions = QHBoxLayout()
+        for button in (self.compare_button, self.rerun_button, self.reattach_button, self.delete_button):
+            actions.addWidget(button)
+        actions.addStretch(1)
+        actions.addWidget(self.export)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(actions)
+        layout.addWidget(self.status)
+
+        self.exporter = ReportExporter(paths, bridge, self)
+        self.exporter.finished.connect(self.status.show_message)
+        self.exporter.finished.connect(self._update_buttons)
+        self.exporter.failed.connect(lambda exc: self._show_error("Export failed", exc))
+        self.filter.textChanged.connect(self._filter_changed)
+        self.refresh_button.clicked.connect(self.refresh)
+        self.compare_button.clicked.connect(self.compare_selected)
+        self.rerun_button.clicked.connect(self.rerun_selected)
+        self.reattach_button.clicked.connect(self.reattach_selected)
+        self.delete_button.clicked.connect(self.ask_delete)
+        self.export.requested.connect(self.ask_export)
+        self.table.selectionModel().selectionChanged.connect(self._update_buttons)
+        self.table.customContextMenuRequested.connect(self._context_menu)
+        self.table.doubleClicked.connect(lambda _: self.compare_selected())
+        refresh = QAction(self)
+        refresh.setShortcut(QKeySequence.StandardKey.Refresh)
+        refresh.triggered.connect(self.refresh)
+        self.addAction(refresh)
+        delete = QAction(self)
+        delete.setShortcut(QKeySequence.StandardKey.Delete)
+        delete.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        delete.triggered.connect(self.ask_delete)
+        self.table.addAction(delete)
+        self._update_buttons()
+        self._update_count()
+
+    def _button(self, text: str, tip: str) -> QPushButton:
+        button = QPushButton(text)
+        button.setAutoDefault(False)
+        button.setToolTip(tip)
+        return button
+
+    # -- reading the store ------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Read the store again (on a worker thread); the table keeps its selection by run id."""
+        self._generation += 1
+        generation = self._generation
+        self.loading = True
+        self.bridge.call("history-read", read_runs, self.paths.runs_db, self.limit,
+                         on_done=lambda runs: self._loaded(generation, runs),
+                         on_failed=lambda exc: self._read_failed(generation, exc))
+
+    def _loaded(self, generation: int, runs: list[StoredRun]) -> None:
+        if generation != self._generation:
+            return  # a newer read is on its way
+        selected = self.selected_ids()
+        self.model.set_runs(runs)
+        self.loading = False
+        self.table.resizeColumnsToContents()
+        self.select_runs(selected)
+        self._update_count()
+        self._update_buttons()
+
+    def _read_failed(self, generation: int, exc: BaseException) -> None:
+        if generation == self._generation:
+            self.loading = False
+            self._show_error("The run history cannot be read", exc)
+
+    # -- selection --------------------------------------------------------------------------------
+    def selected_runs(self) -> list[StoredRun]:
+        """The selected runs in the order the table shows them."""
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
+        return [self.proxy.index(row, 0).data(RUN_ROLE) for row in rows]
+
+    def selected_ids(self) -> list[str]:
+        return [run.run_id for run in self.selected_runs()]
+
+    def select_runs(self, run_ids: list[str]) -> None:
+        """Select exactly these runs (where shown)."""
+        self.table.clearSelection()
+        selection = self.table.selectionModel()
+        for row in range(self.proxy.rowCount()):
+            if self.proxy.index(row, 0).data() in run_ids:
+                selection.select(self.proxy.index(row, 0),
+                                 selection.SelectionFlag.Select | selection.SelectionFlag.Rows)
+
+    def _update_buttons(self, *_: Any) -> None:
+        runs = self.selected_runs()
+        single = len(runs) == 1
+        self.compare_button.setEnabled(bool(runs))
+        self.rerun_button.setEnabled(single and bool(runs[0].spec))
+        self.reattach_button.setEnabled(single and runs[0].status in REATTACHABLE)
+        self.delete_button.setEnabled(bool(runs))
+        self.export.set_enabled(bool(runs) and not self.exporter.busy)
+
+    def _filter_changed(self, text: str) -> None:
+        self.proxy.setFilterFixedString(text.strip())
+        self._update_count()
+        self._update_buttons()
+
+    def _update_count(self) -> None:
+        shown, total = self.proxy.rowCount(), self.model.rowCount()
+        self.count.setText(f"{shown} of {total} runs" if shown != total else f"{total} runs")
+
+    def _context_menu(self, point: QPoint) -> None:
+        menu = QMenu(self)
+        for button in (self.compare_button, self.rerun_button, self.reattach_button, self.delete_button):
+            action = menu.addAction(button.text(), button.click)
+            action.setEnabled(button.isEnabled())
+            action.setToolTip(button.toolTip())
+        export = menu.addMenu("Export")
+        for fmt, button in self.export.buttons.items():
+            action = export.addAction(fmt.upper(), button.click)
+            action.setEnabled(button.isEnabled())
+        menu.popup(self.table.viewport().mapToGlobal(point))
+
+    # -- actions ----------------------------------------------------------------------------------
+    def compare_selected(self) -> None:
+        ids = self.selected_ids()
+        if ids:
+            self.compare_requested.emit(ids)
+
+    def rerun_selected(self) -> None:
+        runs = self.selected_runs()
+        if len(runs) == 1 and runs[0].spec:
+            self.rerun_requested.emit(dict(runs[0].spec), runs[0].host)
+
+    def reattach_selected(self) -> None:
+        runs = self.selected_runs()
+        if len(runs) == 1 and runs[0].status in REATTACHABLE:
+            self.reattach_requested.emit(runs[0].run_id, runs[0].host)
+
+    def ask_delete(self) -> None:
+        """Ask (without blocking the event loop) before deleting the selected runs."""
+        runs = self.selected_runs()
+        if not runs or self.delete_question is not None:
+            return
+        names = ", ".join(run.run_id for run in runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+        box = QMessageBox(QMessageBox.Icon.Question, "Delete runs",
+                          f"Delete {len(runs)} run(s) from the history: {names}?", parent=self)
+        box.setInformativeText("Their stored events and telemetry go too. The hosts keep their own run folders.")
+        box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.finished.connect(lambda answer: self._answered_delete(answer, [run.run_id for run in runs]))
+        self.delete_question = box
+        box.open()
+
+    def _answered_delete(self, answer: int, run_ids: list[str]) -> None:
+        box, self.delete_question = self.delete_question, None
+        if box is not None:
+            box.deleteLater()
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        self.bridge.call("history-delete", delete_runs, self.paths.runs_db, run_ids,
+                         on_done=self._deleted, on_failed=self._delete_failed)
+
+    def _deleted(self, count: int) -> None:
+        self.status.show_message(f"Deleted {count} run(s).")
+        self.refresh()
+
+    def _delete_failed(self, exc: BaseException) -> None:
+        self._show_error("Delete failed", exc)
+        self.refresh()  # some may have gone before the one that failed
+
+    def ask_export(self, fmt: str) -> None:
+        ids = self.selected_ids()
+        if not ids:
+            return
+        path = self.exporter.ask_path(self, fmt, f"neuronbench-{ids[0]}" if len(ids) == 1 else "neuronbench-report")
+        if path:
+            self.export_to(fmt, path)
+
+    def export_to(self, fmt: str, path: str) -> None:
+        """Write the selected runs' report (baseline: the first shown) to ``path`` on a worker thread."""
+        ids = self.selected_ids()
+        self.status.show_message(f"Writing the {fmt.upper()} report of {len(ids)} run(s)…")
+        self.exporter.export(ids, fmt, path)
+        self._update_buttons()
+
+    def _show_error(self, title: str, exc: BaseException) -> None:
+        self.error_raised.emit(title, *self.status.show_exception(exc))
+        self._update_buttons()
