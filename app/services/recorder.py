@@ -149,7 +149,6 @@ def run_recorded(transport: Transport, spec: RunSpec, store: RunStore, book: Pri
 
     session.on_event = record
     try:
-        result = session.run()
+        return recorder.finish(session.run())
     except NeuronBenchError as exc:
-        result = failed_result(transport.host, spec.to_dict(), session.run_id, exc)
-    return recorder.finish(result)
+        return recorder.fail(exc)

@@ -119,7 +119,7 @@ class HostsPanel(QWidget):
 
     def show_hosts(self, checked: list[str] | None) -> None:
         self.sidebar.set_hosts(self.provider.hosts(), checked)
-        self._show_declared_prices()
+        self.reprice()
         self._update_buttons()
 
     def set_busy(self, busy: bool) -> None:
@@ -170,11 +170,11 @@ class HostsPanel(QWidget):
         self.sidebar.update_row(outcome.name, status="ok", env=env, price=price,
                                 problem="; ".join(env.get("warnings") or []))
 
-    def _show_declared_prices(self) -> None:
-        """A declared instance type is priced before any probe (a probe may find the real one later)."""
+    def reprice(self) -> None:
+        """Price every host again: a declared type before any probe, else the probed one (prices may change)."""
         for name, row in self.sidebar.rows.items():
-            if row.profile.instance_type and row.price is None:
-                self.sidebar.update_row(name, price=self.provider.price(row.profile, row.profile.instance_type))
+            region = (row.env or {}).get("region")
+            self.sidebar.update_row(name, price=self.provider.price(row.profile, row.instance_type, region))
 
     def _reload(self, probe: list[str] = ()) -> None:
         """Show the saved hosts again (ticks and earlier probes kept) and probe the ones named."""
@@ -184,7 +184,7 @@ class HostsPanel(QWidget):
         for name, row in old.items():
             if name in self.sidebar.rows and name not in probe and row.profile == self.sidebar.rows[name].profile:
                 self.sidebar.update_row(name, status=row.status, env=row.env, price=row.price, problem=row.problem)
-        self._show_declared_prices()
+        self.reprice()
         for name in probe:
             self.probe_host(name)
         self._update_buttons()

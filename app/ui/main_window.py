@@ -25,14 +25,18 @@ from app.core.errors import NeuronBenchError
 from app.core.hosts import HostProfile
 from app.paths import AppPaths
 from app.services.model_catalog import ModelCatalog, load_model_catalog
+from app.services.pricing import load_pricebook
 from app.services.recorder import RunRecorder, open_recording
 from app.services.store import StoreError
 from app.services.transport import local_python
 from app.ui.bridge import Bridge, RunJob
+from app.ui.dialogs.price_dialog import PriceOverrideDialog
 from app.ui.dialogs.ssh_questions import DialogPrompts
 from app.ui.host_provider import HostProvider, StoreHostProvider
 from app.ui.hosts_panel import HostsPanel
 from app.ui.settings import AppSettings
+from app.ui.views.compare_view import CompareView
+from app.ui.views.history_view import HistoryView
 from app.ui.widgets.error_panel import ErrorPanel, describe_exception
 from app.ui.widgets.live_run_view import LiveRunView
 from app.ui.widgets.reattach_banner import ReattachBanner
@@ -98,7 +102,13 @@ class MainWindow(QMainWindow):
         self.runs = RunsArea()
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
+        self.history = HistoryView(paths, self.bridge)
+        self.compare = CompareView(paths, self.bridge)
         self.tabs.addTab(self.runs, "Live runs")
+        # In scroll areas: a window narrower than a view's table and charts scrolls instead of refusing to shrink.
+        self.tabs.addTab(_scrolled(self.history), "History")
+        self.tabs.addTab(_scrolled(self.compare), "Compare")
+        self.price_dialog: PriceOverrideDialog | None = None
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.addWidget(self.errors)
@@ -125,6 +135,12 @@ class MainWindow(QMainWindow):
         self.runs.error_raised.connect(self.errors.show_error)
         self.runs.run_finished.connect(self._on_run_finished)
         self.reattach_banner.reattach.connect(self.reattach_runs)
+        self.history.error_raised.connect(self.errors.show_error)
+        self.compare.error_raised.connect(self.errors.show_error)
+        self.history.compare_requested.connect(self.show_comparison)
+        self.history.reattach_requested.connect(lambda run_id, _host: self.reattach(run_id))
+        self.history.rerun_requested.connect(self.rerun)
+        self.run_recorded.connect(self.history.refresh)
 
         self.hosts.show_hosts(settings.checked_hosts())
         self._restore()
@@ -167,6 +183,17 @@ class MainWindow(QMainWindow):
         run_menu = self.menuBar().addMenu("&Run")
         for action in (self.run_action, self.cancel_action, self.probe_action, find):
             run_menu.addAction(action)
+        view_menu = self.menuBar().addMenu("&View")
+        for index, (name, key) in enumerate((("&Live runs", "Ctrl+1"), ("&History", "Ctrl+2"),
+                                             ("&Compare", "Ctrl+3"))):
+            action = view_menu.addAction(name)
+            action.setShortcut(QKeySequence(key))
+            action.triggered.connect(lambda _=False, i=index: self.tabs.setCurrentIndex(i))
+        self.price_action = QAction("Set your own &price…", self)
+        self.price_action.setToolTip("override the price book for an instance type (e.g. a negotiated or "
+                                     "reserved price)")
+        self.price_action.triggered.connect(self.override_price)
+        self.menuBar().addMenu("&Prices").addAction(self.price_action)
         self.menuBar().addMenu("&Help").addAction(about)
         self.run_button.setToolTip("Run the workload on every ticked host (Ctrl+R)")
         self.cancel_button.setToolTip("Stop the runs on their hosts (Esc)")
@@ -262,6 +289,74 @@ class MainWindow(QMainWindow):
         self.status_label.setText(f"{len(left)} run(s) going" if left else "Finished: " + ", ".join(statuses))
         self._update_actions()
 
+    # ------------------------------------------------------------ history, compare, prices
+    def show_view(self, view: QWidget) -> None:
+        """Bring the tab holding ``view`` (the live runs, the history or the comparison) to the front."""
+        for index in range(self.tabs.count()):
+            page = self.tabs.widget(index)
+            if page is view or (isinstance(page, QScrollArea) and page.widget() is view):
+                self.tabs.setCurrentIndex(index)
+
+    def current_view(self) -> QWidget:
+        page = self.tabs.currentWidget()
+        return page.widget() if isinstance(page, QScrollArea) else page
+
+    @Slot(list)
+    def show_comparison(self, run_ids: list[str]) -> None:
+        self.compare.set_runs(run_ids)
+        self.show_view(self.compare)
+
+    @Slot(object, str)
+    def rerun(self, spec_dict: dict, host_name: str) -> list[LiveRunView]:
+        """Run a stored run's spec again on its host: the form shows the spec, only that host is ticked."""
+        if self.runs.active_views():
+            self.errors.show_error("Run again", "runs are still going: wait for them or cancel them first")
+            return []
+        if host_name not in self.sidebar.rows:
+            self.errors.show_error("Run again", f"the host {host_name!r} is not saved any more; add it again "
+                                   "(same name), or tick another host and press Run")
+            return []
+        try:
+            self.workload.show_spec(RunSpec.from_dict(spec_dict))
+        except (NeuronBenchError, ValueError, TypeError) as exc:
+            self.errors.show_exception("Run again", exc)
+            return []
+        for name in self.sidebar.rows:
+            self.sidebar.set_checked(name, name == host_name)
+        self.show_view(self.runs)
+        return self.start_runs()
+
+    @Slot()
+    def override_price(self) -> PriceOverrideDialog:
+        current = self.hosts.current_host()
+        row = self.sidebar.rows.get(current.name) if current is not None else None
+        dialog = PriceOverrideDialog(self.paths, row.instance_type if row else None,
+                                     current.region if current else None, parent=self, book=self.book)
+        dialog.prices_changed.connect(self._prices_changed)
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        self.price_dialog = dialog
+        dialog.open()
+        return dialog
+
+    @Slot(list)
+    def _prices_changed(self, _entries: list) -> None:
+        """A price was set: new runs, the sidebar and the comparison use it."""
+        self._reload_prices()
+        self.hosts.reprice()
+        if self.compare.run_ids:
+            self.compare.recompute()
+        self.status_label.setText("Price saved: runs, hosts and comparisons now use it")
+
+    def _reload_prices(self) -> None:
+        reload_provider = getattr(self.provider, "reload_prices", None)
+        if reload_provider is not None:
+            reload_provider()
+        try:
+            self.book = load_pricebook(self.paths)
+        except NeuronBenchError as exc:
+            self.book = None
+            self._warn(f"runs are recorded without prices: {exc}")
+
     # ------------------------------------------------------------ runs left going: re-attach
     def unfinished_runs(self) -> list:
         """Stored runs that never ended here and nobody is recording now (their hosts may still run them)."""
@@ -308,7 +403,7 @@ class MainWindow(QMainWindow):
         view = self._show_job(job, title)
         job.start()
         self.reattach_banner.forget(run_id)
-        self.tabs.setCurrentWidget(self.runs)
+        self.show_view(self.runs)
         self.status_label.setText(f"Re-attached to run {run_id} on {title}")
         self._update_actions()
         return view
@@ -396,6 +491,14 @@ class MainWindow(QMainWindow):
         box.deleteLater()
         if clicked is not None and box.buttonRole(clicked) == QMessageBox.ButtonRole.AcceptRole:
             self.leave_runs_and_close()
+
+
+def _scrolled(view: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.Shape.NoFrame)
+    area.setWidget(view)
+    return area
 
 
 def _heading(text: str) -> QLabel:

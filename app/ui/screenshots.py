@@ -19,13 +19,16 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import paramiko
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QStyleFactory, QWidget
 
+from app.core.hosts import HostProfile
 from app.core.presets import TINY_VIT_ARGS
 from app.paths import AppPaths
+from app.services.hosts_store import HostsStore
 from app.services.pricing import load_pricebook
 from app.services.recorder import run_recorded
 from app.services.replay import ReplayTransport, live_stream, read_events, virtual_clock
@@ -33,6 +36,7 @@ from app.services.store import RunStore
 from app.services.transport import LocalTransport
 from app.ui.app import make_application
 from app.ui.bridge import Bridge
+from app.ui.dialogs.ssh_questions import HostKeyDialog, changed_host_key_box
 from app.ui.main_window import MainWindow
 from app.ui.settings import AppSettings
 from app.ui.views.compare_view import CompareView
@@ -256,6 +260,42 @@ class Shots:
         view.set_runs(ids)
         wait_until(lambda: view.doc is not None or view.status.is_error, 60, "the comparison")
         self.view(view, "10-compare.png", bridge)
+
+    def shot_11_hosts(self) -> None:
+        """Saved SSH hosts priced from the price book, the host editor, and the SSH layer's questions."""
+        store = HostsStore(self.paths.config)
+        for profile in (HostProfile(name="trn1-a", hostname="ec2-3-91-0-1.compute-1.amazonaws.com", user="ubuntu",
+                                    identity_file="~/.ssh/trn.pem", instance_type="trn1.2xlarge", region="us-east-1"),
+                        HostProfile(name="inf2-b", hostname="10.0.1.7", user="ubuntu", proxy_jump="bastion",
+                                    instance_type="inf2.xlarge")):
+            if store.find(profile.name) is None:
+                store.add(profile)
+        window = self.window(probe_hosts=False, load_models=False)
+        window.sidebar.setCurrentRow(1)
+        self.save(window, "11-hosts.png")
+        editor = window.hosts.edit_host()
+        wait_until(editor.isVisible, 10, "the host editor")
+        editor.test_log.show()
+        editor.test_log.setPlainText("testing ubuntu@ec2-3-91-0-1.compute-1.amazonaws.com…\n"
+                                     "(an example: Test connection prints each step here)")
+        save(editor, self.out, "12-host-editor.png", self.saved)
+        editor.reject()
+        key = paramiko.ECDSAKey.generate()  # an example key: the dialog shows the host's real one
+        dialog = HostKeyDialog("trn1-a (ec2-3-91-0-1.compute-1.amazonaws.com)", key.get_name(), key.fingerprint,
+                               parent=window)
+        dialog.show()
+        save(dialog, self.out, "13-host-key.png", self.saved)
+        dialog.close()
+        refusal = changed_host_key_box(
+            "the host key of trn1-a ([10.0.0.5]:22) has CHANGED: ~/.ssh/known_hosts holds ssh-ed25519 "
+            "SHA256:Jq3mV0bXl7m9kqH6cXzYw0V7h1Zq0y8Gm3oQ2m0Hc5s but the host now shows "
+            "SHA256:4n1uYk0jO8hJ2n3bqf9qP1x6a1V9sR0Dk7fW4gLr2cM; this can be an attack, so nothing was sent; if "
+            "the host was rebuilt, remove the old key with `ssh-keygen -R '[10.0.0.5]:22'` and connect again",
+            window)
+        refusal.show()
+        save(refusal, self.out, "14-changed-host-key.png", self.saved)
+        refusal.close()
+        window.close()
 
     def all(self) -> list[str]:
         return sorted(name for name in dir(self) if name.startswith("shot_"))

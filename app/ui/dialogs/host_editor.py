@@ -53,6 +53,7 @@ class HostEditor(QDialog):
         super().__init__(parent)
         self.setObjectName("host-editor")
         self.setWindowTitle("Edit host" if profile else "Add a host")
+        self.setMinimumWidth(520)  # an EC2 DNS name is long; it should be readable whole
         self.taken = {n for n in taken_names if profile is None or n != profile.name}
         self._start_test = start_test  # start_test(profile, say, on_done, on_failed) on a worker thread
         self._valid: HostProfile | None = None

@@ -126,7 +126,8 @@ class CompareView(QWidget):
         self.summary.setFont(font)
         self.baseline = QComboBox()
         self.baseline.setToolTip("the run the others are measured against (speed, work per dollar)")
-        self.baseline.setMinimumContentsLength(28)
+        self.baseline.setMinimumContentsLength(16)  # long labels are elided; the list shows them whole
+        self.baseline.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.market = QComboBox()
         for key, label in MARKETS:
             self.market.addItem(label, key)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from app.core.compare import CompareOptions
 from app.paths import AppPaths
@@ -84,10 +84,11 @@ class ExportButtons(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(QLabel("Export:"))
-        self.buttons: dict[str, QPushButton] = {}
+        # Tool buttons: compact, so that the views fit a 1280-pixel-wide window beside the hosts panel.
+        self.buttons: dict[str, QToolButton] = {}
         for fmt in FORMATS:
-            button = QPushButton(fmt.upper())
-            button.setAutoDefault(False)
+            button = QToolButton()
+            button.setText(fmt.upper())
             button.setToolTip(f"export {what} as {FORMAT_TIPS[fmt]}")
             button.clicked.connect(self._clicked(fmt))
             layout.addWidget(button)

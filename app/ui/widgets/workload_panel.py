@@ -31,6 +31,16 @@ TRAIN_ONLY = ("steps", "workers")
 INFER_ONLY = ("duration", "min_iters")
 
 
+def form_of(spec: RunSpec, preset: Any) -> dict[str, Any]:
+    """The form's values for a spec."""
+    return {
+        "preset": preset, "workload": spec.workload, "model": spec.model,
+        "model_args": _model_args_text(spec.model_args), "backend": spec.backend, "precision": spec.precision,
+        "batch_sizes": ",".join(str(b) for b in spec.batch_sizes), "steps": spec.steps, "warmup": spec.warmup,
+        "duration": spec.duration, "min_iters": spec.min_iters, "nproc": spec.nproc, "workers": spec.workers,
+    }
+
+
 def _model_args_text(args: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in args.items())
 
@@ -171,13 +181,11 @@ class WorkloadPanel(QWidget):
         self.validate()
 
     def apply_preset(self, name: str) -> None:
-        spec = PRESETS[name].spec
-        self.set_form_values({
-            "preset": name, "workload": spec.workload, "model": spec.model,
-            "model_args": _model_args_text(spec.model_args), "backend": spec.backend, "precision": spec.precision,
-            "batch_sizes": ",".join(str(b) for b in spec.batch_sizes), "steps": spec.steps, "warmup": spec.warmup,
-            "duration": spec.duration, "min_iters": spec.min_iters, "nproc": spec.nproc, "workers": spec.workers,
-        })
+        self.set_form_values(form_of(PRESETS[name].spec, preset=name))
+
+    def show_spec(self, spec: RunSpec) -> None:
+        """Fill the form with a spec (e.g. a stored run's, to run it again)."""
+        self.set_form_values(form_of(spec, preset=CUSTOM))
 
     @staticmethod
     def _set_combo_data(combo: QComboBox, data: Any) -> None:
