@@ -106,14 +106,26 @@ def render_report(doc: dict, fmt: str, path: Path) -> None:
     path.write_text(render(doc), encoding="utf-8")
 
 
+def _umask() -> int:
+    """The process umask, read without setting it where Linux allows (setting it races other threads' files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
 def write_report(doc: dict, fmt: str, path: str | os.PathLike[str]) -> Path:
     """Write the report next to ``path`` and rename it there: a failed render never leaves half a report."""
     output = check_output(Path(path), fmt)
     fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".part")
     os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from whoever it is for
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide the report from whoever it is for
     try:
         render_report(doc, fmt, Path(tmp))
         os.replace(tmp, output)

@@ -2,9 +2,11 @@
 
 The live views of training and inference are fed by *real* tiny runs on this
 computer (the test ViT on the cpu backend, seconds each), started from the Run
-button.  Telemetry (``sample`` events) comes with the monitor; until then the
-telemetry view replays a recorded run with hand-mapped neuron-monitor samples
-from ``tests/data/runs`` (its title says so).  Nothing touches the user's
+button, with the CPU and memory telemetry their monitor streams.  This computer
+has no NeuronCore, so the NeuronCore telemetry view replays a recorded run with
+neuron-monitor samples from ``tests/data/runs`` (its title says so).  History and
+comparison show real tiny runs recorded in the scratch store; the host views show
+example hosts and dialogs (no connection is made).  Nothing touches the user's
 settings or data: both live in a temporary folder unless ``--data-dir`` says.
 """
 from __future__ import annotations
