@@ -7,19 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.compare import WORK
+from app.core.numbers import NA, figure, usd
 from app.reports import svg
 from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summary, Table
 
-NA = "N/A"
 UNIT_LABEL = {"train": "samples/s", "infer": "inferences/s"}
 
 
-def num(value: float | None, fmt: str = ".4g") -> str:
-    return NA if value is None else format(value, fmt)
-
-
-def usd(value: float | None) -> str:
-    return NA if value is None else f"${value:.4g}"
+def num(value: float | None, fmt: str | None = None) -> str:
+    """``fmt`` when given, else four significant digits without e-notation (13,470, not 1.347e+04)."""
+    if value is None or fmt is None:
+        return figure(value)
+    return format(value, fmt)
 
 
 def times(value: float | None) -> str:

@@ -1,9 +1,11 @@
 """Reports from a realistic run store: HTML (one file), PDF (rendered with poppler), CSV and JSON."""
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -86,6 +88,16 @@ def test_html_leads_with_the_decision_and_shows_price_source_date_and_methodolog
                    "snapshot date unknown", "@00148f2a", "Environment", "Utilisation over time", "cached", "cold"):
         assert phrase.lower() in html.lower(), phrase
     assert "no public on-demand price for trn2.48xlarge" in html
+
+
+def test_large_figures_are_printed_in_full_not_in_e_notation(doc):
+    fast = copy.deepcopy(doc)  # a small model served at batch 16 does tens of thousands of inferences a second
+    for row in fast["rows"] + fast["groups"]:
+        if row.get("throughput"):
+            row["throughput"] *= 100
+    html = render_html(fast)
+    assert not re.search(r"\d\.\d+e[+-]\d\d", html)
+    assert f"{fast['rows'][0]['throughput']:,.0f}" in html
 
 
 def test_html_escapes_what_users_typed():

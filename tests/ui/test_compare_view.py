@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.core.numbers import figure, usd
 from app.services.store import RunStore
-from app.ui.numbers import figure, usd
 from app.ui.views.compare_view import COLUMNS, CompareView
 from tests.ui.stored_runs import copy_store, stored_runs, train_spec  # noqa: F401
 from tests.ui.views_helpers import bridge, show  # noqa: F401

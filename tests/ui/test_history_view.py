@@ -8,9 +8,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
+from app.core.numbers import figure, usd
 from app.services.store import RunStore
 from app.ui.models.runs_table import COLUMNS
-from app.ui.numbers import figure, usd
 from app.ui.views.history_view import HistoryView
 from tests.ui.stored_runs import copy_store, stored_runs, train_spec  # noqa: F401
 from tests.ui.views_helpers import bridge, show  # noqa: F401

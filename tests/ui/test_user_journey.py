@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.ui.numbers import usd
+from app.core.numbers import usd
 from app.ui.views.compare_view import COLUMNS
 from app.ui.views.history_view import COLUMNS as HISTORY_COLUMNS
 from tests.e2e.test_ssh_connect import fingerprint_of

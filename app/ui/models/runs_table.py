@@ -7,10 +7,10 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QPixmap
 
+from app.core.numbers import figure
+from app.core.numbers import usd as usd_text
 from app.core.runrecord import StoredRun
 from app.ui import theme
-from app.ui.numbers import figure
-from app.ui.numbers import usd as usd_text
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 RUN_ROLE = Qt.ItemDataRole.UserRole + 2

@@ -29,13 +29,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.compare import CompareOptions
+from app.core.numbers import figure, usd
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
 from app.services.reporting import Comparison, compare_stored
 from app.services.store import RunStore
 from app.ui import theme
 from app.ui.bridge import Bridge
-from app.ui.numbers import figure, usd
 from app.ui.views.export import ExportButtons, ReportExporter
 from app.ui.widgets.charts import new_plot, nice_ceiling, style_layout, style_plot
 from app.ui.widgets.status_line import StatusLine

@@ -1,4 +1,4 @@
-"""Numbers as the views print them: four significant digits, never in e-notation (13,470 not 1.347e+04)."""
+"""Numbers as the views and reports print them: four significant digits, never in e-notation (13,470 not 1.347e+04)."""
 from __future__ import annotations
 
 NA = "N/A"

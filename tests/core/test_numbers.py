@@ -1,7 +1,7 @@
 """How the views print figures."""
 from __future__ import annotations
 
-from app.ui.numbers import figure, usd
+from app.core.numbers import figure, usd
 
 
 def test_figures_keep_four_digits_without_e_notation():
