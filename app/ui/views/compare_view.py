@@ -37,7 +37,7 @@ from app.services.store import RunStore
 from app.ui import theme
 from app.ui.bridge import Bridge
 from app.ui.views.export import ExportButtons, ReportExporter
-from app.ui.widgets.charts import new_plot, nice_ceiling, style_layout, style_plot
+from app.ui.widgets.charts import new_plot, nice_ceiling, restyle, style_layout
 from app.ui.widgets.status_line import StatusLine
 
 COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "p50 ms", "p99 ms", "$/h", "Price source",
@@ -404,9 +404,7 @@ class CompareView(QWidget):
         super().changeEvent(event)
         if event.type() == event.Type.PaletteChange and hasattr(self, "plots"):
             pal = self.palette()
-            style_layout(self.charts, pal)
-            for plot in self.plots:
-                style_plot(plot, pal)
+            restyle(self.charts, self.plots, pal)
             if self.doc is not None:
                 self._draw(self.doc)
 

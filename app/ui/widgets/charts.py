@@ -117,3 +117,10 @@ def set_range(plot: pg.PlotItem, axis: str, top: float, bottom: float = 0.0) -> 
 def set_curve(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
     """One setData per curve per redraw."""
     item.setData(x, y)
+
+
+def restyle(layout: pg.GraphicsLayoutWidget, plots, pal: QPalette) -> None:
+    """Re-colour a chart layout and its plots after the palette changed (light/dark switch)."""
+    style_layout(layout, pal)
+    for plot in plots:
+        style_plot(plot, pal)

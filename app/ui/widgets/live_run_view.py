@@ -37,11 +37,11 @@ from app.ui.widgets.charts import (
     live_curve,
     new_plot,
     nice_ceiling,
+    restyle,
     set_curve,
     set_range,
     set_title,
     style_layout,
-    style_plot,
 )
 from app.ui.widgets.device_charts import MemoryBars, UtilisationCharts
 from app.ui.widgets.error_panel import describe_exception
@@ -356,9 +356,7 @@ class LiveRunView(QFrame):
         super().changeEvent(event)
         if event.type() == event.Type.PaletteChange and hasattr(self, "plots"):
             pal = self.palette()
-            style_layout(self.charts, pal)
-            for plot in self.plots:
-                style_plot(plot, pal)
+            restyle(self.charts, self.plots, pal)
             for band in self.bands:
                 band.restyle(pal)
             if self.state.spec.workload != "train":
