@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.helpers import parent_pids
+
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")  # Debian's sshd refuses to start without it (systemd makes it at boot)
 
@@ -70,16 +72,7 @@ class SshServer:
     def session_pids(self) -> list[int]:
         """The sshd processes serving connections (children of the listener)."""
         assert self.proc is not None
-        children = []
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                try:
-                    stat = Path(f"/proc/{name}/stat").read_text()
-                except OSError:
-                    continue
-                if int(stat[stat.rfind(")") + 2:].split()[1]) == self.proc.pid:
-                    children.append(int(name))
-        return children
+        return [pid for pid, parent in parent_pids().items() if parent == self.proc.pid]
 
     def kill_sessions(self) -> list[int]:
         """Drop every connection the hard way: SIGKILL the sshd processes serving them."""

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from remote_agent.protocol import RunSpec, iter_events
 from tests.conftest import REPO
 from tests.e2e.conftest import add_host, remote_profile, remote_runs_dir
 from tests.e2e.sshd import free_port, make_server
-from tests.helpers import TINY_ARGS, TINY_MODEL, tiny_model_flags
+from tests.helpers import TINY_ARGS, TINY_MODEL, parent_pids, tiny_model_flags
 
 pytestmark = pytest.mark.slow
 
@@ -40,14 +39,7 @@ def tiny_spec(**fields) -> RunSpec:
 
 def process_tree(root: int) -> set[int]:
     """``root`` and every process below it (following parents, so other sessions are included)."""
-    parents = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                stat = Path(f"/proc/{name}/stat").read_text()
-            except OSError:
-                continue
-            parents[int(name)] = int(stat[stat.rfind(")") + 2:].split()[1])
+    parents = parent_pids()
     tree, grew = {root}, True
     while grew:
         grew = False
