@@ -117,11 +117,7 @@ class ControlledRun:
         """Ask the agent to stop the run (from any thread); the stream ends with status ``cancelled``."""
         with self._lock:
             self._cancel_wanted = True
-            send = self._ready and not self._cancel_sent and not self._detached
-            if send:
-                self._cancel_sent = True
-        if send:
-            self._send_cancel()
+        self._cancel_if_due()
 
     def detach(self) -> None:
         """Stop following the run and leave it running on its host (from any thread)."""
@@ -147,7 +143,12 @@ class ControlledRun:
             return
         with self._lock:
             self._ready = True
-            send = self._cancel_wanted and not self._cancel_sent and not self._detached
+        self._cancel_if_due()
+
+    def _cancel_if_due(self) -> None:
+        """Send the cancel once: when it is wanted, the supervisor is ready, and the run is still followed."""
+        with self._lock:
+            send = self._cancel_wanted and self._ready and not self._cancel_sent and not self._detached
             if send:
                 self._cancel_sent = True
         if send:

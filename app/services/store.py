@@ -418,19 +418,24 @@ class RunStore:
 
     def list_runs(self, limit: int | None = None, host: str | None = None,
                   status: str | None = None) -> list[StoredRun]:
-        """Runs, newest first."""
+        """Runs, newest first (an ``unfinished`` run may still be stored as ``running``: see ``_row``)."""
         sql = f"SELECT {self._COLUMNS} FROM runs"
         where, params = [], []
         if host:
             where.append("host = ?")
             params.append(host)
+        if status == "unfinished":
+            where.append("status IN ('running', 'unfinished')")
+        elif status:
+            where.append("status = ?")
+            params.append(status)
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at DESC, run_id DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
         runs = [self._row(row) for row in self._db().execute(sql, params).fetchall()]
-        counts = dict(self._db().execute("SELECT run_id, COUNT(*) FROM events GROUP BY run_id").fetchall())
+        # Counted for the listed runs only (the primary key's index), not over every event stored.
         for run in runs:
-            run.event_count = counts.get(run.run_id, 0)
+            run.event_count = self.event_count(run.run_id)
         return [r for r in runs if status is None or r.status == status]

@@ -361,7 +361,7 @@ class MainWindow(QMainWindow):
     def unfinished_runs(self) -> list:
         """Stored runs that never ended here and nobody is recording now (their hosts may still run them)."""
         try:
-            return [run for run in self.store.list_runs(limit=200) if run.status == "unfinished"]
+            return self.store.list_runs(limit=200, status="unfinished")
         except (NeuronBenchError, OSError) as exc:
             self._warn(f"cannot read the run history: {exc}")
             return []
