@@ -23,6 +23,11 @@ def _parser() -> Any:
     attach.add_argument("--from-seq", type=int, default=1)
     cancel = commands.add_parser("cancel", help="stop a run and every process it started")
     cancel.add_argument("run_id")
+    stage = commands.add_parser("stage", help="prepare a Slurm job's folder (request JSON on stdin)")
+    stage.add_argument("--run-id", required=True)
+    master = commands.add_parser("master", help="this host's address and two free ports, as a multi-node run's "
+                                 "master (JSON on stdout)")
+    master.add_argument("--peer", default=None, help="another node: the address is the one on the route to it")
     monitor = commands.add_parser("monitor", help="stream the host's telemetry (sample events) until stopped")
     monitor.add_argument("--period", type=float, default=TELEMETRY_PERIOD_S, help="seconds between samples")
     monitor.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
@@ -68,6 +73,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         from remote_agent.orphan import exec_guarded
 
         return exec_guarded(argv[1:])
+    if argv and argv[0] == "_slurm_node":
+        from remote_agent.slurm_node import node_main
+
+        return node_main(argv[1])
     if argv and argv[0] == "_worker":
         from remote_agent.worker import parse_args
 
@@ -83,6 +92,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             return runner.run(sys.stdin.read(), args.run_id, out)
         if args.command == "attach":
             return runner.attach(args.run_id, args.from_seq, out)
+        if args.command == "stage":
+            return runner.stage(sys.stdin.read(), args.run_id, out)
+        if args.command == "master":
+            return runner.master(out, args.peer)
         if args.command == "monitor":
             return runner.monitor(out, args.period, args.duration)
         return runner.cancel(args.run_id)

@@ -163,6 +163,8 @@ class SeqTracker:
 WORKLOADS = ("train", "infer")
 BACKENDS = ("auto", "neuron", "xla", "cuda", "cpu")
 PRECISIONS = ("fp32", "bf16")
+DATA_SOURCES = ("host", "device")
+MAX_NODES = 1024
 DEFAULT_MODEL = "vit_base_patch16_224"
 # Telemetry sampling period (seconds): neuron-top's default cadence, and the fastest
 # that neuron-monitor and /proc tick counts (100 Hz) still read meaningfully.
@@ -172,6 +174,8 @@ TELEMETRY_MAX_PERIOD_S = 60.0
 # timm names (with an optional .pretrained_tag) and hf-hub ids: letters, digits, _ . - / :
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/:]{0,199}$")
 _MODEL_ARG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+# A DNS name, IPv4 or IPv6 address (no spaces, no shell or URL syntax): torchrun's --master_addr.
+_ADDRESS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:%_\-]{0,252}$")
 
 
 class SpecError(ValueError):
@@ -213,8 +217,13 @@ class RunSpec:
     nproc: int = field(default=1, metadata=_help(
         "processes: torchrun workers for training (one per NeuronCore/GPU); NeuronCores for inference",
         "--nproc"))
-    workers: int = field(default=2, metadata=_help("DataLoader worker processes per training process",
-                                                   "--workers"))
+    workers: Optional[int] = field(default=None, metadata=_help(
+        "DataLoader worker processes per training process (default: from the host's vCPUs and --nproc; "
+        "0 on a CPU device, where loader workers compete with the model for the same cores)", "--workers"))
+    data: str = field(default="host", metadata=_help(
+        "host: the seed's random-image dataset through a DataLoader (measures the input pipeline too); "
+        "device: one synthetic batch made on the device and reused (measures the accelerator alone)",
+        "--data"))
     seed: int = field(default=0, metadata=_help("random seed (same initial weights on every worker)"))
     neuron_cc_flags: str = field(default="", metadata=_help("NEURON_CC_FLAGS for neuronx-cc"))
     stochastic_rounding: bool = field(default=True, metadata=_help(
@@ -225,6 +234,8 @@ class RunSpec:
         "seconds between telemetry samples (NeuronCore/GPU utilisation and memory, host CPU and memory), "
         "%g to %g; 0 switches sampling off" % (TELEMETRY_MIN_PERIOD_S, TELEMETRY_MAX_PERIOD_S),
         "--telemetry-period"))
+    nnodes: int = field(default=1, metadata=_help(
+        "machines one training run spans (torchrun --nnodes); --nproc processes on each", "--nnodes"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batch_sizes", tuple(self.batch_sizes))
@@ -272,8 +283,10 @@ class RunSpec:
              "min_iters must be a positive integer, not %r" % (self.min_iters,))
         need(is_int(self.nproc) and 1 <= self.nproc <= 256, "nproc",
              "nproc must be between 1 and 256, not %r" % (self.nproc,))
-        need(is_int(self.workers) and 0 <= self.workers <= 64, "workers",
+        need(self.workers is None or (is_int(self.workers) and 0 <= self.workers <= 64), "workers",
              "workers must be between 0 and 64, not %r" % (self.workers,))
+        need(self.data in DATA_SOURCES, "data",
+             "data must be one of %s, not %r" % (", ".join(DATA_SOURCES), self.data))
         need(is_int(self.seed), "seed", "seed must be an integer")
         need(isinstance(self.model_args, dict), "model_args", "model_args must be a mapping")
         for key, value in self.model_args.items():
@@ -287,6 +300,11 @@ class RunSpec:
              "compile_cache must be a path")
         need(check_telemetry_period(self.telemetry_period, allow_off=True) is None, "telemetry_period",
              "telemetry_period %s" % check_telemetry_period(self.telemetry_period, allow_off=True))
+        need(is_int(self.nnodes) and 1 <= self.nnodes <= MAX_NODES, "nnodes",
+             "nnodes must be between 1 and %d, not %r" % (MAX_NODES, self.nnodes))
+        if self.nnodes > 1:
+            need(self.workload == "train", "nnodes",
+                 "a run spans several nodes for training only; inference runs on one node (--nnodes 1)")
 
     @property
     def batch_size(self) -> int:
@@ -312,6 +330,68 @@ class RunSpec:
     def field_help(cls) -> Dict[str, Dict[str, str]]:
         """Help text and CLI flag per field: feeds ``--help`` and GUI tooltips."""
         return {f.name: dict(f.metadata) for f in fields(cls)}
+
+
+RENDEZVOUS_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class NodePlacement:
+    """Where one node of a multi-node training run stands: sent to each node's agent beside the RunSpec.
+
+    Every node gets the same ``nnodes``, master address and ports, and its own
+    ``node_rank`` (torchrun's static rendezvous); ``name`` is the node as the
+    user knows it (a host name), for messages.
+    """
+
+    node_rank: int
+    nnodes: int
+    master_addr: str
+    master_port: int
+    comm_port: int = 0  # NEURON_RT_ROOT_COMM_ID's port (Neuron's collectives bootstrap); 0: not Neuron
+    name: str = ""
+    rendezvous_timeout_s: int = RENDEZVOUS_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, message: str) -> None:
+            if not ok:
+                raise SpecError("node", message)
+
+        need(isinstance(self.nnodes, int) and 2 <= self.nnodes <= MAX_NODES, "nnodes must be 2 to %d" % MAX_NODES)
+        need(isinstance(self.node_rank, int) and 0 <= self.node_rank < self.nnodes,
+             "node_rank must be between 0 and nnodes - 1, not %r" % (self.node_rank,))
+        need(isinstance(self.master_addr, str) and bool(_ADDRESS.match(self.master_addr)),
+             "master_addr %r is not a host name or address" % (self.master_addr,))
+        for name in ("master_port", "comm_port"):
+            port = getattr(self, name)
+            need(isinstance(port, int) and 0 <= port <= 65535 and (port or name == "comm_port"),
+                 "%s must be a port number, not %r" % (name, port))
+        need(isinstance(self.rendezvous_timeout_s, int) and self.rendezvous_timeout_s > 0,
+             "rendezvous_timeout_s must be a positive number of seconds")
+        need(isinstance(self.name, str) and "\n" not in self.name, "name must be one line")
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> NodePlacement:
+        if not isinstance(data, dict):
+            raise SpecError("node", "the node placement must be a JSON object")
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise SpecError("node", "unknown node field(s): %s" % ", ".join(unknown))
+        return cls(**data)
+
+
+def parse_run_request(data: Any) -> Tuple[RunSpec, Optional[NodePlacement]]:
+    """What ``agent run`` reads on stdin: a RunSpec, or ``{"spec": RunSpec, "node": NodePlacement}``."""
+    if isinstance(data, dict) and "spec" in data and isinstance(data.get("spec"), dict):
+        node = NodePlacement.from_dict(data["node"]) if data.get("node") is not None else None
+        spec = RunSpec.from_dict(data["spec"])
+        if node is not None and node.nnodes != spec.nnodes:
+            raise SpecError("nnodes", "the node placement says %d nodes, the spec %d" % (node.nnodes, spec.nnodes))
+        return spec, node
+    return RunSpec.from_dict(data), None
 
 
 def check_telemetry_period(period: Any, allow_off: bool = False) -> Optional[str]:

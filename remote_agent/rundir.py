@@ -56,6 +56,11 @@ class RunDir:
         return os.path.join(self.path, "spec.json")
 
     @property
+    def node(self) -> str:
+        """This node's place in a multi-node run (NodePlacement JSON); absent for a one-node run."""
+        return os.path.join(self.path, "node.json")
+
+    @property
     def events(self) -> str:
         return os.path.join(self.path, "events.jsonl")
 
@@ -115,22 +120,38 @@ def process_start_time(pid: int) -> Optional[str]:
     return rest[19] if len(rest) > 19 else None
 
 
+def this_host() -> str:
+    import socket  # only for pid files: `attach` on most starts never needs it
+
+    return socket.gethostname()
+
+
 def write_pid_file(run: RunDir, pid: int) -> None:
     # Both ``run`` and the supervisor write this file: a temporary name of their own each, so
     # one never truncates the other's half-written file, and readers only ever see a whole one.
+    # The host name: a Slurm node's run folder is read from the login node too (a shared home).
     tmp = "%s.tmp%d" % (run.pid_file, os.getpid())
     with open(tmp, "w") as handle:
-        handle.write("%d %s\n" % (pid, process_start_time(pid) or "?"))
+        handle.write("%d %s %s\n" % (pid, process_start_time(pid) or "?", this_host()))
     os.replace(tmp, run.pid_file)
 
 
 def supervisor_alive(run: RunDir) -> bool:
-    """True while the run's supervisor process (the one in the pid file) still runs."""
+    """True while the run's supervisor process (the one in the pid file) still runs.
+
+    A supervisor on another machine (a Slurm compute node, seen through a shared home)
+    is alive while its Slurm job is.
+    """
     try:
         with open(run.pid_file) as handle:
-            pid_text, started = handle.read().split()
-    except (OSError, ValueError):
+            parts = handle.read().split()
+        pid_text, started = parts[0], parts[1]
+    except (OSError, ValueError, IndexError):
         return False
+    if len(parts) > 2 and parts[2] != this_host():
+        from remote_agent.slurm_node import job_alive
+
+        return job_alive(run)
     return process_start_time(int(pid_text)) == started
 
 

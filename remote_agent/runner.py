@@ -14,7 +14,7 @@ from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.follow import follow
 from remote_agent.launch import agent_command, child_env
 from remote_agent.orphan import ENV_RUN_ID, run_processes, signal_all
-from remote_agent.protocol import RunSpec, SpecError, check_run_id, check_telemetry_period, new_run_id
+from remote_agent.protocol import SpecError, check_run_id, check_telemetry_period, new_run_id, parse_run_request
 from remote_agent.rundir import RunDir, remove_old_runs, supervisor_alive, supervisor_pid, tail_text, write_pid_file
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_AGENT_DIED = 0, 2, 3
@@ -73,7 +73,7 @@ def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
     run_id = run_id or new_run_id()
     try:
         check_run_id(run_id)
-        spec = RunSpec.from_dict(json.loads(spec_text))
+        spec, node = parse_run_request(json.loads(spec_text))
     except (SpecError, ValueError) as exc:
         return _refuse(out, run_id if run_id else None, "bad run spec: %s" % exc)
     remove_old_runs()
@@ -84,6 +84,9 @@ def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
         return _refuse(out, run_id, "run %s already exists on this host; attach to it instead" % run_id)
     with open(run_dir.spec, "w") as handle:
         json.dump(spec.to_dict(), handle, indent=1)
+    if node is not None:
+        with open(run_dir.node, "w") as handle:
+            json.dump(node.to_dict(), handle, indent=1)
     env = child_env()
     env[ENV_RUN_ID] = run_id
     # The supervisor starts with SIGTERM/SIGINT blocked (the mask is inherited) and unblocks them once
@@ -223,4 +226,47 @@ def monitor(out: IO[bytes], period: float, duration: Optional[float]) -> int:
         log.emit("end", status="failed")
         return EXIT_AGENT_DIED
     log.emit("end", status="ok")
+    return EXIT_OK
+
+
+def master(out: IO[bytes], peer: Optional[str]) -> int:
+    """Pick this host's address (toward ``peer``) and two free ports for a multi-node run it leads."""
+    from remote_agent.multinode import master_endpoint
+
+    try:
+        found = master_endpoint(peer)
+    except OSError as exc:
+        sys.stderr.write("cannot pick a master address%s: %s\n" % (" toward %s" % peer if peer else "", exc))
+        return EXIT_BAD_INPUT
+    out.write((json.dumps(found) + "\n").encode("utf-8"))
+    out.flush()
+    return EXIT_OK
+
+
+def stage(request_text: str, run_id: str, out: IO[bytes]) -> int:
+    """Prepare a Slurm job's folder (``runs/<run_id>/``): the spec and the request its nodes read.
+
+    Prints the folder (the app writes the batch script there and submits it); each node's own
+    run folder is made by ``_slurm_node`` on the node.
+    """
+    try:
+        check_run_id(run_id)
+        request = json.loads(request_text)
+        spec, _node = parse_run_request({"spec": request.get("spec")} if isinstance(request, dict) else request)
+    except (SpecError, ValueError, AttributeError) as exc:
+        sys.stderr.write("bad run request: %s\n" % exc)
+        return EXIT_BAD_INPUT
+    job = RunDir.for_id(run_id)
+    try:
+        os.makedirs(os.path.dirname(job.path), mode=0o700, exist_ok=True)
+        os.mkdir(job.path, 0o700)
+    except FileExistsError:
+        sys.stderr.write("run %s already exists on this host\n" % run_id)
+        return EXIT_BAD_INPUT
+    with open(job.spec, "w") as handle:
+        json.dump(spec.to_dict(), handle, indent=1)
+    with open(os.path.join(job.path, "request.json"), "w") as handle:
+        json.dump({k: v for k, v in request.items() if k != "spec"}, handle)
+    out.write((json.dumps({"path": job.path}) + "\n").encode("utf-8"))
+    out.flush()
     return EXIT_OK

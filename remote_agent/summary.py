@@ -35,8 +35,8 @@ def summarize_train(steps: List[Dict[str, Any]], warmup: int, worker: Dict[str, 
         warnings.append("no steady step to measure: every step after warm-up compiled; raise --steps")
     data_wait = sum(s.get("data_s", 0.0) for s in window)
     if window and data_wait > 0.1 * sum(times):
-        warnings.append("the data loader held up %.0f%% of the measured time: raise --workers"
-                        % (100.0 * data_wait / sum(times)))
+        warnings.append("the data loader held up %.0f%% of the measured time: raise --workers, or measure the "
+                        "device alone with --data device" % (100.0 * data_wait / sum(times)))
     return {
         "steps_total": len(steps),
         "steps_measured": len(window),
@@ -45,6 +45,8 @@ def summarize_train(steps: List[Dict[str, Any]], warmup: int, worker: Dict[str, 
         "global_batch": worker.get("global_batch"),
         "input_shape": worker.get("input_shape"),
         "param_dtype": worker.get("param_dtype"),
+        # Which input ran: the seed's host loader (and its workers) or one batch on the device.
+        "data": worker.get("data"),
         "compile": {
             "seconds": worker.get("compile_seconds", 0.0),
             "count": worker.get("compile_count", 0),

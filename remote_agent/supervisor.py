@@ -15,15 +15,17 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
+from remote_agent.capacity import multinode_problem, multinode_warnings, nproc_problem
 from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.follow import Backoff, LineReader
 from remote_agent.launch import agent_command, child_env, torchrun_command
 from remote_agent.monitor.digest import TelemetryDigest, measure_windows, switched_off
 from remote_agent.monitor.sampler import Sampler, host_sources
+from remote_agent.multinode import load_placement, node_env, rendezvous_failure
 from remote_agent.orphan import ENV_PARENT_PID
-from remote_agent.protocol import RunSpec
+from remote_agent.protocol import NodePlacement, RunSpec
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
 from remote_agent.summary import compose_result, summarize_infer, summarize_train
 
@@ -48,13 +50,13 @@ class Launch:
         self.batch_size = batch_size
 
 
-def plan_launches(spec: RunSpec, run: RunDir) -> List[Launch]:
+def plan_launches(spec: RunSpec, run: RunDir, node: Optional[NodePlacement] = None) -> List[Launch]:
     base = ["_worker", run.path]
     if spec.workload == "train":
         args = base + ["0"]
         # torchrun is wrapped in `_exec` so that it, too, dies with the supervisor.
-        argv = (agent_command() + ["_exec", "--"] + torchrun_command(spec.nproc, args)
-                if spec.nproc > 1 else agent_command() + args)
+        argv = (agent_command() + ["_exec", "--"] + torchrun_command(spec.nproc, args, node)
+                if spec.nproc > 1 or node is not None else agent_command() + args)
         return [Launch(0, argv, None)]
     return [Launch(i, agent_command() + base + [str(i), "--batch-size", str(size)], size)
             for i, size in enumerate(spec.batch_sizes)]
@@ -101,6 +103,9 @@ class Supervisor:
         self.sampler: Optional[Sampler] = None
         self.digest: Optional[TelemetryDigest] = None
         self.telemetry_off = "the run stopped before sampling began"
+        self.node: Optional[NodePlacement] = None  # this node's place in a multi-node run
+        self.extra_env: Dict[str, str] = {}
+        self.joined: Set[int] = set()  # ranks of this node whose process group came up
 
     # ---------------------------------------------------------------- signals
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -133,6 +138,8 @@ class Supervisor:
         event.pop("v", None)
         if type_ == "step":
             self.steps.append(event)
+        elif type_ == "log" and isinstance(event.get("joined"), int):
+            self.joined.add(event["joined"])
         elif type_ == "phase":
             self.phases.append(dict(event, t=time.time() if t is None else t))
         elif type_ == "error" and self.error is None:
@@ -142,6 +149,7 @@ class Supervisor:
     # ---------------------------------------------------------------- launch
     def run_launch(self, launch: Launch) -> int:
         env = child_env()
+        env.update(self.extra_env)
         env[ENV_PARENT_PID] = str(os.getpid())
         self.proc = subprocess.Popen(launch.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, env=env, cwd=self.run.path)
@@ -168,6 +176,11 @@ class Supervisor:
         return code
 
     def _exit_error(self, code: int) -> Dict[str, Any]:
+        if self.node is not None and not self.joined:
+            # A node of a multi-node run whose ranks never joined: say what the rendezvous did.
+            failure = rendezvous_failure(self.node, tail_text(self.run.stderr_log, 16000))
+            if failure is not None:
+                return dict(failure, detail=tail_text(self.run.stderr_log))
         if code < 0:
             try:
                 hint = _SIGNAL_HINTS.get(signal.Signals(-code), "it died of signal %d" % -code)
@@ -209,6 +222,20 @@ class Supervisor:
         self.sampler.stop(final_sample=True)
         return self.digest.summary(measure_windows(self.phases, time.time()))
 
+    # ------------------------------------------------------------- pre-flight
+    def preflight(self, spec: RunSpec, env: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """Refuse, before any workload process starts, a spec this host cannot run (an error event)."""
+        problem = nproc_problem(spec.workload, spec.backend, spec.nproc, env)
+        if problem is None and spec.nnodes > 1 and self.node is None:
+            problem = ("a %d-node run needs each node's place (rank, master address): start it with "
+                       "`neuronbench run --nodes ...` or on a Slurm host" % spec.nnodes)
+        problem = problem or multinode_problem(spec.nnodes, spec.backend, env)
+        if problem is None:
+            return None
+        error = {"kind": "bad_spec", "message": problem, "detail": ""}
+        self.events.emit("error", **error)
+        return error
+
     # ------------------------------------------------------------------ main
     def _spec_for_hello(self) -> Optional[Dict[str, Any]]:
         try:
@@ -247,6 +274,7 @@ class Supervisor:
             with open(self.run.spec) as handle:
                 spec_dict = json.load(handle)
             spec = RunSpec.from_dict(spec_dict)
+            self.node = load_placement(self.run)
             self.events.emit("phase", name="setup", state="start")
             from remote_agent.probe import collect_env
 
@@ -256,7 +284,10 @@ class Supervisor:
             self.events.emit("phase", name="setup", state="end")
             sizes: List[Dict[str, Any]] = []
             worker: Dict[str, Any] = {}
-            for launch in plan_launches(spec, self.run):
+            self.error = self.preflight(spec, env)
+            self.extra_env = node_env(self.node, spec, env)
+            self.warnings.extend(multinode_warnings(spec.nnodes, spec.backend, env))
+            for launch in [] if self.error else plan_launches(spec, self.run, self.node):
                 if self.cancelled:
                     break
                 self.run_launch(launch)

@@ -37,11 +37,6 @@ def main(run_path: str, launch: int, batch_size: Optional[int]) -> int:
 
             run_train(spec, backend, events, run.worker_summary(launch), phase)
         else:
-            if spec.nproc > 1 and backend.name != "neuron":
-                from remote_agent.workloads.models import SpecProblem
-
-                raise SpecProblem("inference --nproc %d spreads requests over NeuronCores; on %s one process "
-                                  "already uses the whole device, so run with --nproc 1" % (spec.nproc, backend.name))
             from remote_agent.workloads.infer import run_infer
 
             assert batch_size is not None

@@ -9,10 +9,20 @@ import sys
 from collections.abc import Sequence
 
 import app
-from app.cli import compare_cmd, hosts_cmd, monitor_cmd, prices_cmd, probe_cmd, report_cmd, run_cmd, runs_cmd
+from app.cli import (
+    compare_cmd,
+    ec2_cmd,
+    hosts_cmd,
+    monitor_cmd,
+    prices_cmd,
+    probe_cmd,
+    report_cmd,
+    run_cmd,
+    runs_cmd,
+)
 from app.core.errors import NeuronBenchError
 
-COMMANDS = (run_cmd, probe_cmd, monitor_cmd, hosts_cmd, runs_cmd, compare_cmd, report_cmd, prices_cmd)
+COMMANDS = (run_cmd, probe_cmd, monitor_cmd, hosts_cmd, ec2_cmd, runs_cmd, compare_cmd, report_cmd, prices_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

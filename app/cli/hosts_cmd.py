@@ -7,14 +7,19 @@ import os
 import sys
 
 from app.cli.hosts_resolve import prompts_for, transport_for_profile
-from app.core.errors import NeuronBenchError
+from app.core.ec2_launch import Ec2Launch
+from app.core.errors import BadSpecError, NeuronBenchError
 from app.core.hosts import SSH_PORT, HostProfile
 from app.paths import AppPaths
+from app.services.ec2.aws import AwsClients
+from app.services.ec2.inventory import import_running, require_region
 from app.services.host_access import check_host, import_ssh_config
 from app.services.hosts_store import HostsStore
 from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL
 
 _HELP = {name: meta["help"] for name, meta in HostProfile.field_help().items()}
+_EC2_HELP = {name: meta["help"] for name, meta in Ec2Launch.field_help().items()}
+_EC2_ONLY = ("key_name", "spot", "subnet", "security_group", "ami", "max_minutes")
 
 
 def register(commands, common: argparse.ArgumentParser) -> None:
@@ -29,6 +34,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     where = add.add_mutually_exclusive_group(required=True)
     where.add_argument("--hostname", metavar="H", help=_HELP["hostname"])
     where.add_argument("--local", action="store_true", help=_HELP["local"])
+    where.add_argument("--ec2", action="store_true", help=_HELP["ec2"])
     add.add_argument("--port", type=int, default=SSH_PORT, metavar="P", help=_HELP["port"])
     add.add_argument("--user", default="", metavar="U", help=_HELP["user"])
     add.add_argument("--identity", default="", metavar="FILE", help=_HELP["identity_file"])
@@ -36,6 +42,14 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     add.add_argument("--python", default="", metavar="PATH", help=_HELP["python"])
     add.add_argument("--instance-type", default="", metavar="T", help=_HELP["instance_type"])
     add.add_argument("--region", default="", metavar="R", help=_HELP["region"])
+    launch = add.add_argument_group("with --ec2 (also --instance-type, --region and --identity, the key pair's "
+                                    "private key)")
+    launch.add_argument("--key-name", default="", metavar="K", help=_EC2_HELP["key_name"])
+    launch.add_argument("--spot", action="store_true", help=_EC2_HELP["spot"])
+    launch.add_argument("--subnet", default="", metavar="S", help=_EC2_HELP["subnet"])
+    launch.add_argument("--security-group", default="", metavar="G", help=_EC2_HELP["security_group"])
+    launch.add_argument("--ami", default="", metavar="AMI", help=_EC2_HELP["ami"])
+    launch.add_argument("--max-minutes", type=int, default=0, metavar="M", help=_EC2_HELP["max_minutes"])
     add.set_defaults(handler=handle_add)
 
     listing = sub.add_parser("list", parents=[common], help="list the hosts")
@@ -59,6 +73,14 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     imp.add_argument("--config", default="~/.ssh/config", metavar="F", help="the file to read (default %(default)s)")
     imp.set_defaults(handler=handle_import)
 
+    ec2 = sub.add_parser("import-ec2", parents=[common], help="add the running EC2 instances of a region as hosts "
+                         "(instance type and region filled in, so runs are priced)")
+    ec2.add_argument("--region", metavar="R", help="the region to look in (default: AWS's configured region)")
+    ec2.add_argument("--tag", action="append", default=[], metavar="K=V",
+                     help="only instances with this tag (repeat for several; K alone: the tag is set)")
+    ec2.add_argument("--identity", default="", metavar="FILE", help=_HELP["identity_file"])
+    ec2.set_defaults(handler=handle_import_ec2)
+
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
@@ -70,11 +92,28 @@ def _store(args: argparse.Namespace) -> tuple[AppPaths, HostsStore]:
     return paths, HostsStore(paths.config)
 
 
+def _launch_from(args: argparse.Namespace) -> Ec2Launch | None:
+    if not args.ec2:
+        given = [f"--{name.replace('_', '-')}" for name in _EC2_ONLY if getattr(args, name)]
+        if given:
+            raise BadSpecError(f"{', '.join(given)} go with --ec2 (a host launched for each run)")
+        return None
+    missing = [flag for flag, value in (("--instance-type", args.instance_type), ("--region", args.region),
+                                        ("--key-name", args.key_name), ("--identity", args.identity)) if not value]
+    if missing:
+        raise BadSpecError(f"an --ec2 host needs {', '.join(missing)}: the type and region to launch, the EC2 key "
+                           f"pair to start it with and that key pair's private key file")
+    return Ec2Launch(instance_type=args.instance_type, region=args.region, key_name=args.key_name, spot=args.spot,
+                     subnet=args.subnet, security_group=args.security_group, ami=args.ami,
+                     max_minutes=args.max_minutes)
+
+
 def handle_add(args: argparse.Namespace) -> int:
     _paths, store = _store(args)
     profile = HostProfile(name=args.name, local=args.local, hostname=args.hostname or "", port=args.port,
                           user=args.user, identity_file=args.identity, proxy_jump=args.proxy_jump,
-                          python=args.python, instance_type=args.instance_type, region=args.region)
+                          python=args.python, instance_type=args.instance_type, region=args.region,
+                          ec2=_launch_from(args))
     store.add(profile)
     if profile.identity_file and not os.path.isfile(os.path.expanduser(profile.identity_file)):
         print(f"neuronbench: warning: the key file {profile.identity_file} does not exist (yet)", file=sys.stderr)
@@ -125,6 +164,24 @@ def handle_test(args: argparse.Namespace) -> int:
         from app.cli.text import format_env
 
         print(format_env(profile.name, report["env"]))
+    return 0
+
+
+def handle_import_ec2(args: argparse.Namespace) -> int:
+    _paths, store = _store(args)
+    added, skipped = [], []
+    for region in require_region(args.region, []):
+        got, why = import_running(store, AwsClients(region), args.tag, args.identity)
+        added += got
+        skipped += why
+    for profile in added:
+        print(f"added {profile.name}: {profile.address} ({profile.instance_type} in {profile.region})",
+              file=sys.stderr)
+    for reason in skipped:
+        print(f"skipped {reason}", file=sys.stderr)
+    if not added and not skipped:
+        raise NeuronBenchError("no running instance matched" + (f" the tag(s) {', '.join(args.tag)}" if args.tag
+                                                                 else ""))
     return 0
 
 

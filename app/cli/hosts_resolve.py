@@ -8,6 +8,7 @@ from app.cli.prompts import TerminalPrompts
 from app.core.hosts import HostProfile
 from app.paths import AppPaths
 from app.services import host_access
+from app.services.ec2.lease import Ec2RunOptions
 from app.services.hosts_store import HostsStore
 from app.services.ssh_prompts import SshPrompts
 from app.services.transport import Transport
@@ -27,10 +28,10 @@ def _say(host: str):
 
 
 def transport_for_profile(profile: HostProfile, paths: AppPaths, prompts: SshPrompts | None = None,
-                          store: HostsStore | None = None) -> Transport:
+                          store: HostsStore | None = None, ec2_options: Ec2RunOptions | None = None) -> Transport:
     """The host's transport, asking on the terminal and reporting its progress on stderr."""
     return host_access.transport_for_profile(profile, paths, prompts or TerminalPrompts(), store,
-                                             on_progress=_say(profile.name))
+                                             on_progress=_say(profile.name), ec2_options=ec2_options)
 
 
 def transport_for(name: str, paths: AppPaths, prompts: SshPrompts | None = None) -> Transport:

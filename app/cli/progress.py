@@ -65,10 +65,23 @@ class ProgressPrinter:
 
     # ------------------------------------------------------------------ events
     def __call__(self, event: dict[str, Any]) -> None:
+        if event.get("node"):
+            self._other_node(event)
+            return
         self.tracker.update(event)
         handler = getattr(self, "_on_" + event["type"], None)
         if handler is not None:
             handler(event)
+
+    def _other_node(self, event: dict[str, Any]) -> None:
+        """An event of node 1, 2, ... of a multi-node run: its own lines, never the run's progress (node 0's)."""
+        if event["type"] in ("probe", "error", "log"):
+            label = self.label
+            self.label = f"{self.host} node {event['node']}"
+            try:
+                getattr(self, "_on_" + event["type"])(event)
+            finally:
+                self.label = label
 
     def _on_hello(self, event: dict[str, Any]) -> None:
         self._line(f"agent {event['agent_version']} (Python {event['python']}, pid {event['pid']}) "

@@ -21,6 +21,17 @@ def _interactive() -> bool:
     return sys.stdin is not None and sys.stdin.isatty() and sys.stderr.isatty()
 
 
+def interactive() -> bool:
+    """Whether a person can answer a question on this terminal."""
+    return _interactive()
+
+
+def ask_yes_no(question: str) -> bool:
+    """Ask on the terminal; only "y" or "yes" means yes."""
+    with _ASK_LOCK:
+        return _ask(question) in ("y", "yes")
+
+
 def _ask(question: str) -> str:
     sys.stderr.write(question)
     sys.stderr.flush()

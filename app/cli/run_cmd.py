@@ -7,8 +7,10 @@ import sys
 import threading
 from typing import IO, Any
 
+from app.cli.ec2_plan import confirm_launches, ec2_options, launch_plans
 from app.cli.hosts_resolve import prompts_for, transport_for_profile
 from app.cli.progress import ProgressPrinter, progress_stream
+from app.cli.run_cluster import run_cluster
 from app.cli.text import format_repeats, format_result
 from app.core.errors import BadSpecError
 from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
@@ -18,7 +20,7 @@ from app.paths import AppPaths
 from app.services.hosts_store import HostsStore
 from app.services.multi_run import RunListener, RunTicket, run_on_hosts
 from app.services.recorder import RunRecorder, open_recording
-from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec
+from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, RENDEZVOUS_TIMEOUT_S, WORKLOADS, RunSpec
 
 _HELP = {name: meta.get("help", "") for name, meta in RunSpec.field_help().items()}
 
@@ -26,8 +28,19 @@ _HELP = {name: meta.get("help", "") for name, meta in RunSpec.field_help().items
 def register(commands, common: argparse.ArgumentParser) -> None:
     p = commands.add_parser("run", parents=[common], help="run a benchmark on one or more hosts",
                             description="Run the same training or inference workload on every --host.")
-    p.add_argument("--host", action="append", required=True, metavar="HOST",
-                   help="host to run on (repeat for several; `local` is this computer)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--host", action="append", metavar="HOST",
+                       help="host to run on (repeat for several, each its own run; `local` is this computer)")
+    where.add_argument("--nodes", metavar="H1,H2,...",
+                       help="ONE training run across these hosts (torchrun on every node, the first one's rank 0)")
+    cluster = p.add_argument_group("Multi-node options (--nodes)")
+    cluster.add_argument("--nnodes", type=int, metavar="N", help=_HELP["nnodes"] + " (with --nodes: their number)")
+    cluster.add_argument("--master-addr", metavar="ADDR",
+                         help="the address the other nodes reach the first node on (default: the first node's own "
+                              "address on its route to the second)")
+    cluster.add_argument("--rendezvous-timeout", type=int, default=RENDEZVOUS_TIMEOUT_S, metavar="S",
+                         help="seconds the nodes wait for each other to join before the run fails "
+                              "(default %(default)s)")
     p.add_argument("--preset", choices=sorted(PRESETS), help="start from a ready-made spec: "
                    + "; ".join(f"{p.name}: {p.title}" for p in PRESETS.values()))
     p.add_argument("--workload", choices=WORKLOADS, help=_HELP["workload"])
@@ -44,6 +57,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=PRECISIONS, help=_HELP["precision"])
     p.add_argument("--nproc", type=int, metavar="N", help=_HELP["nproc"])
     p.add_argument("--workers", type=int, metavar="N", help=_HELP["workers"])
+    p.add_argument("--data", choices=DATA_SOURCES, help=_HELP["data"] + " (default host)")
     neuron = p.add_argument_group("Neuron options")
     neuron.add_argument("--neuron-cc-flags", metavar="FLAGS", help=_HELP["neuron_cc_flags"])
     neuron.add_argument("--compile-cache", metavar="DIR", help=_HELP["compile_cache"])
@@ -55,6 +69,12 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the Result JSON list on stdout")
     p.add_argument("--events", metavar="PATH", help="also write the raw event stream (JSON Lines) to PATH")
     p.add_argument("--verbose", action="store_true", help="print error details (tracebacks, stderr tails)")
+    ec2 = p.add_argument_group("EC2 hosts (hosts add NAME --ec2 ...)")
+    ec2.add_argument("--yes", action="store_true",
+                     help="launch the --ec2 hosts' instances without asking (the estimate is still printed)")
+    ec2.add_argument("--keep", action="store_true",
+                     help="keep the launched instances for the next run instead of terminating them (each still "
+                          "shuts itself down at its --max-minutes)")
     p.set_defaults(handler=handle)
 
 
@@ -77,6 +97,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     return build_spec(base, workload=workload, model=args.model, model_args=model_args, backend=args.backend,
                       batch_sizes=batch_sizes, steps=args.steps, warmup=args.warmup, duration=args.duration,
                       min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers,
+                      data=args.data,
                       neuron_cc_flags=args.neuron_cc_flags, compile_cache=args.compile_cache,
                       stochastic_rounding=args.stochastic_rounding,
                       telemetry_period=args.telemetry_period)
@@ -109,10 +130,27 @@ def handle(args: argparse.Namespace) -> int:
     paths = AppPaths.resolve(args.data_dir)
     prompts = prompts_for(args)
     hosts = HostsStore(paths.config)
+    if args.nodes:
+        events_file = EventsFile(args.events)
+        try:
+            results = run_cluster(args, spec, paths, prompts, hosts, events_file, warn)
+        finally:
+            events_file.close()
+        return report_results(args, results)
+    if args.nnodes not in (None, 1):
+        raise BadSpecError("--nnodes needs --nodes H1,H2,... (SSH hosts), one node per host")
     profiles = {name: hosts.get(name) for name in args.host}
-    transports = [transport_for_profile(profiles[name], paths, prompts, hosts) for name in args.host]
-    events_file = EventsFile(args.events)
     store, book = open_recording(paths, warn)  # every run lands in the run store, priced
+    try:
+        plans = launch_plans(list(profiles.values()), spec, args.repeats, book)
+        confirm_launches(plans, args.yes)  # nothing is launched before the user knows what it may cost
+    except BaseException:
+        store.close()
+        raise
+    launches = ec2_options(args, plans)
+    transports = [transport_for_profile(profiles[name], paths, prompts, hosts, launches.get(name))
+                  for name in args.host]
+    events_file = EventsFile(args.events)
     stream = progress_stream(len(transports))
 
     def listener_for(ticket: RunTicket) -> RunListener:
@@ -137,7 +175,11 @@ def handle(args: argparse.Namespace) -> int:
         store.close()
         for transport in transports:
             transport.close()
+    return report_results(args, results)
 
+
+def report_results(args: argparse.Namespace, results: list[dict[str, Any]]) -> int:
+    """The summaries (or the Result JSON) on stdout, a sentence per failure on stderr; the exit status."""
     out = sys.stdout
     if args.json:
         json.dump(results, out, indent=2)

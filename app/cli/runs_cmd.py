@@ -1,4 +1,4 @@
-"""``neuronbench runs list|show``: the runs kept in the run store.
+"""``neuronbench runs list|show|set``: the runs kept in the run store.
 
 ``attach`` and ``cancel`` (runs that live on a host) come from ``app.cli.runs_live``.
 """
@@ -9,10 +9,12 @@ import json
 import sys
 
 from app.cli.runs_live import add_live_commands
-from app.cli.runs_text import format_run_detail, format_run_list, headline
+from app.cli.runs_text import format_cost, format_run_detail, format_run_list, headline
 from app.cli.text import format_result
 from app.core.runrecord import RUN_STATUSES
 from app.paths import AppPaths
+from app.services.pricing import load_pricebook
+from app.services.run_pricing import declare_instance_type
 from app.services.store import RunStore
 
 
@@ -37,6 +39,17 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
     p.add_argument("--events", action="store_true", help="print the run's raw events (JSON Lines) instead")
     p.set_defaults(handler=handle_show)
+
+    p = sub.add_parser("set", parents=[common], help="declare the instance type a stored run ran on (prices it)",
+                       description="Declare the instance type (and region) a run ran on, when its host did not "
+                                   "report one: the run is priced from the price book, and compare and reports "
+                                   "show the type as declared after the run.")
+    p.add_argument("run_id", metavar="RUN", help="run id (or a unique prefix of one)")
+    p.add_argument("--instance-type", required=True, metavar="T", help="the EC2 instance type, e.g. inf2.xlarge")
+    p.add_argument("--region", metavar="R", help="the AWS region, e.g. us-east-1 (default: priced as us-east-1, "
+                                                 "and said so)")
+    p.add_argument("--json", action="store_true", help="print the run and its new cost block as JSON on stdout")
+    p.set_defaults(handler=handle_set)
 
     add_live_commands(sub, common)
 
@@ -74,4 +87,24 @@ def handle_show(args: argparse.Namespace) -> int:
     else:
         result_text = format_result(run.result) if run.result else None
         print(format_run_detail(run, len(telemetry), result_text))
+    return 0
+
+
+def handle_set(args: argparse.Namespace) -> int:
+    paths = AppPaths.resolve(args.data_dir)
+    book = load_pricebook(paths)
+    with RunStore(paths.runs_db) as store:
+        run = declare_instance_type(store, book, args.run_id, args.instance_type, args.region)
+    cost = (run.result or {}).get("cost")
+    if args.json:
+        json.dump({"run": _summary(run), "cost": cost}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    declared = run.declared or {}
+    print(f"run {run.run_id}: {declared['instance_type']} ({declared.get('region') or 'region not given'}), "
+          f"declared after the run")
+    if run.result:
+        print("\n".join(format_cost(cost)))
+    else:
+        print("  cost        priced when its result arrives (the run has none yet: re-attach it)")
     return 0

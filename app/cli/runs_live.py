@@ -16,10 +16,12 @@ from app.cli.hosts_resolve import prompts_for, transport_for
 from app.cli.progress import ProgressPrinter
 from app.cli.run_cmd import warn
 from app.cli.text import format_result
+from app.core.cluster import ClusterNode, cluster_label
 from app.core.errors import AgentError, BadSpecError
 from app.paths import AppPaths
+from app.services.cluster_run import ClusterRun, NodeTarget
 from app.services.recorder import RunRecorder, open_recording
-from app.services.session import RunSession
+from app.services.session import AGENT_EXIT_NO_SUCH_RUN, RunSession
 from app.services.store import RunStore, StoreError
 from remote_agent.protocol import RunSpec, check_run_id
 
@@ -79,10 +81,21 @@ class _LazyPrinter:
         print(f"[{self.host}] {text}", file=sys.stderr)
 
 
+def _cluster(store: RunStore, run_id: str) -> tuple[list[ClusterNode], dict[str, Any]] | None:
+    """A stored multi-node run's nodes and its hello (None for a run on one host)."""
+    hello = next(iter(store.events(run_id, types=("hello",))), None)
+    if not hello or not isinstance(hello.get("nodes"), list):
+        return None
+    return [ClusterNode.from_dict(node) for node in hello["nodes"]], hello
+
+
 def handle_attach(args: argparse.Namespace) -> int:
     paths = AppPaths.resolve(args.data_dir)
     store, book = open_recording(paths, warn)
     try:
+        stored_cluster = _cluster(store, store.resolve(args.run_id)) if _known(store, args.run_id) else None
+        if stored_cluster is not None:
+            return _attach_cluster(args, paths, store, book, *stored_cluster)
         run_id, host = _locate(args, store)
         recorder, from_seq = _resume_recording(store, book, run_id)
         if args.from_seq is not None:
@@ -121,6 +134,48 @@ def handle_attach(args: argparse.Namespace) -> int:
     return 0
 
 
+def _known(store: RunStore, ref: str) -> bool:
+    try:
+        store.resolve(ref)
+    except StoreError:
+        return False
+    return True
+
+
+def _attach_cluster(args: argparse.Namespace, paths: AppPaths, store: RunStore, book, nodes: list[ClusterNode],
+                    hello: dict[str, Any]) -> int:
+    """Follow every node of a multi-node run again, each from the last of its events the run store holds."""
+    run_id = hello["run_id"]
+    spec = RunSpec.from_dict(hello["spec"])
+    recorder, next_seq = _resume_recording(store, book, run_id)
+    if recorder is None:
+        run = store.load(run_id)
+        print(format_result(run.result) if run.result else f"run {run_id} ended {run.status} without a Result")
+        return 0 if run.status == "ok" else 1
+    prompts = prompts_for(args)
+    transports = [transport_for(node.host, paths, prompts) for node in nodes]
+    printer = ProgressPrinter(cluster_label([n.host for n in nodes]), spec)
+    printer.note(f"attaching to the {len(nodes)} nodes of run {run_id} from event {next_seq}")
+
+    def on_event(event: dict[str, Any]) -> None:
+        recorder(event)
+        printer(event)
+
+    cluster = ClusterRun([NodeTarget(t, "") for t in transports], spec, run_id, on_event=on_event,
+                         on_notice=printer.note)
+    try:
+        result = recorder.finish(cluster.attach(store.events(run_id), hello.get("rendezvous", "")))
+    finally:
+        for transport in transports:
+            transport.close()
+    print(format_result(result))
+    if result.get("status") != "ok":
+        print(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
+              f"{(result.get('error') or {}).get('message', 'no reason given')}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _resume_recording(store: RunStore, book, run_id: str) -> tuple[RunRecorder | None, int]:
     """Record the rest of an unfinished stored run; a finished or unknown one is only replayed."""
     run = store.get_run(run_id)
@@ -134,10 +189,37 @@ def _resume_recording(store: RunStore, book, run_id: str) -> tuple[RunRecorder |
     return recorder, last + 1
 
 
+def _cancel_cluster(args: argparse.Namespace, paths: AppPaths, nodes: list[ClusterNode]) -> int:
+    """Stop every node of a multi-node run; a node whose part had ended already is fine."""
+    prompts = prompts_for(args)
+    failures = []
+    for node in nodes:
+        transport = transport_for(node.host, paths, prompts)
+        try:
+            process = transport.start(["cancel", node.run_id])
+            for _line in process.lines():
+                pass
+            code = process.wait(timeout=60)
+            stderr = process.stderr_text().strip()
+        finally:
+            transport.close()
+        last = stderr.splitlines()[-1] if stderr else ""
+        print(f"{node.label}: {last or ('cancelled' if code == 0 else f'exit status {code}')}", file=sys.stderr)
+        if code not in (0, AGENT_EXIT_NO_SUCH_RUN):
+            failures.append(f"{node.label}: {last}")
+    if failures:
+        raise AgentError("could not stop every node: " + "; ".join(failures))
+    return 0
+
+
 def handle_cancel(args: argparse.Namespace) -> int:
     paths = AppPaths.resolve(args.data_dir)
     with RunStore(paths.runs_db) as store:
-        run_id, host = _locate(args, store)
+        stored_cluster = _cluster(store, store.resolve(args.run_id)) if _known(store, args.run_id) else None
+        if stored_cluster is None:
+            run_id, host = _locate(args, store)
+    if stored_cluster is not None:
+        return _cancel_cluster(args, paths, stored_cluster[0])
     args.host = host
     transport = transport_for(host, paths, prompts_for(args))
     try:

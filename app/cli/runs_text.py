@@ -5,6 +5,7 @@ import time
 from typing import Any
 
 from app.core.compare import WORK
+from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
 from app.core.runrecord import StoredRun, fingerprint
 
 
@@ -52,6 +53,8 @@ def format_cost(cost: dict[str, Any] | None) -> list[str]:
     lines = [f"  price       {usd(cost['usd_per_hour'])}/h {cost.get('instance_type')} {cost.get('region')} "
              f"{cost.get('market', 'on_demand').replace('_', '-')} · {cost.get('price_source')} "
              f"({cost.get('price_date')})"]
+    if cost.get("instance_type_from") not in (None, TYPE_FROM_PROBE, TYPE_UNKNOWN):
+        lines.append(f"              instance type {type_from_label(cost['instance_type_from'])}")
     if cost.get("price_note"):
         lines.append(f"              note: {cost['price_note']}")
     if "usd_per_1m_samples" in cost:
@@ -72,8 +75,10 @@ def format_run_detail(run: StoredRun, telemetry_rows: int, result_text: str | No
         lines.append("  unfinished: the app recording it stopped before the run ended; its host may still hold "
                      "the rest (re-attach to fetch it)")
     if run.declared:
+        after = run.declared.get("declared_at")
         lines.append(f"  declared    {run.declared.get('instance_type') or 'N/A'} "
-                     f"({run.declared.get('region') or 'region N/A'})")
+                     f"({run.declared.get('region') or 'region N/A'})"
+                     + (f", {type_from_label(run.declared.get('source'))} ({when(after)})" if after else ""))
     prints = fingerprint(run.env)
     lines.append("  environment " + ", ".join(f"{k} {v}" for k, v in prints.items() if v) if run.env
                  else "  environment N/A (no probe received)")
@@ -84,10 +89,19 @@ def format_run_detail(run: StoredRun, telemetry_rows: int, result_text: str | No
     return "\n".join(lines)
 
 
+def instance_cell(row: dict[str, Any]) -> str:
+    """A compare row's instance type, saying so when it was declared after the run (`runs set`)."""
+    if not row["instance_type"]:
+        return "N/A"
+    if row.get("instance_type_from") != TYPE_FROM_AFTER_RUN:
+        return row["instance_type"]
+    return f"{row['instance_type']} ({type_from_label(TYPE_FROM_AFTER_RUN)})"
+
+
 def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
     rows = [("RUN", "HOST", "INSTANCE", "BATCH", "THROUGHPUT", "P99 ms", "$/h", "$ PER 1M", "SPEEDUP", "PRICE-PERF")]
     for row in doc["rows"]:
-        rows.append((row["run_id"], row["host"], row["instance_type"] or "N/A", str(row["batch_size"]),
+        rows.append((row["run_id"], row["host"], instance_cell(row), str(row["batch_size"]),
                      f"{num(row['throughput'])} {row['unit']}", num(row["latency_p99_ms"], ".3g"),
                      num(row["usd_per_hour"]), num(row["usd_per_1m"]),
                      num(row["speedup_vs_baseline"], ".2f") + ("×" if row["speedup_vs_baseline"] else ""),
@@ -104,6 +118,18 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
             out.append(f"  {g['label']} batch {g['batch_size']}: {num(g['throughput'])} {g['unit']} "
                        f"({num(ci[0])}–{num(ci[1])}) over {g['n']} runs; {usd(g['usd_per_1m'])} per 1M "
                        f"{WORK.get(g['workload'], '')}{flag}")
+    if doc.get("scaling"):
+        out.append("\nscaling across nodes (a fixed batch per process; intervals from repeats, else from each run's "
+                   "steps):")
+        srows = [("NODES", "WORLD", "THROUGHPUT", "95% INTERVAL", "SPEED-UP", "EFFICIENCY", "95% INTERVAL", "$/h",
+                  "$ PER 1M")]
+        for r in doc["scaling"]:
+            ci, eci = r["throughput_ci95"] or [None, None], r["efficiency_ci95"] or [None, None]
+            srows.append((str(r["nodes"]), str(r["world_size"]), num(r["throughput"]), f"{num(ci[0])}–{num(ci[1])}",
+                          f"{r['speedup']:.2f}×", f"{r['efficiency'] * 100:.0f}%",
+                          "N/A" if eci[0] is None else f"{eci[0] * 100:.0f}–{eci[1] * 100:.0f}%",
+                          num(r["usd_per_hour"]), num(r["usd_per_1m"])))
+        out.append(table(srows))
     sources = sorted({f"{r['price_source']} ({r['price_date']})" for r in doc["rows"] if r["price_source"]})
     if sources:
         out.append("\nprices: " + "; ".join(sources))
@@ -111,6 +137,11 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
         out.append(f"budget {budget['label']}: {budget['epochs']:g} epochs × {budget['samples_per_epoch']:,} samples "
                    f"= {num(budget['total_hours'], '.3g')} h, {usd(budget['total_usd'])} "
                    f"(compile {num(budget['compile_s'], '.0f')} s = {usd(budget['compile_usd'])})")
+    launched = {r["run_id"]: r for r in doc["rows"] if r.get("instance_id")}
+    for run_id, row in launched.items():
+        out.append(f"benchmark cost {run_id} ({row['host']}, instance {row['instance_id']}): "
+                   f"{usd(row['benchmark_usd'])} for {num(row['benchmark_s'], '.0f')} s launch to terminate, "
+                   f"boot and compile included")
     for even in doc.get("break_even") or []:
         out.append(f"break-even: {even['cheaper_after']} costs less than {even['than']} in total after "
                    f"{even['samples']:,.0f} samples (its longer compile paid back)")

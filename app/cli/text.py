@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.cli.monitor_view import size_text
+from app.core.ec2_cost import format_minutes, format_usd
 from app.core.specs import spec_summary
 
 GIB = 1024 ** 3
@@ -69,12 +70,16 @@ def format_result(result: dict[str, Any]) -> str:
             f"  measured    {train.get('steps_measured')} of {train.get('steps_total')} steps"
             + (f" (steps {window[0]}–{window[1]})" if window else ""),
         ]
+        if train.get("data"):
+            lines.append(f"  data        {format_data(train['data'])}")
         if compile_.get("steps"):
             lines.append(f"  compile     {compile_.get('seconds', 0):.2f} s compiling {compile_.get('count')} "
                          f"graph(s) in step(s) {', '.join(str(i) for i in compile_['steps'])}; "
                          f"excluded from the figures")
         else:
             lines.append("  compile     none (eager execution)")
+    if result.get("nodes"):
+        lines.append(f"  nodes       {len(result['nodes'])}: " + ", ".join(format_node(n) for n in result["nodes"]))
     infer = result.get("infer")
     if infer:
         lines.append(f"  {'batch':>5} {'compile s':>9} {'requests':>8} {'p50 ms':>8} {'p90':>8} {'p95':>8} "
@@ -89,10 +94,51 @@ def format_result(result: dict[str, Any]) -> str:
                          f"{_num(lat.get('mean'), '.2f'):>8} {_num(row.get('throughput_per_s'), '.1f'):>10}")
         if any(not row.get("p99_reliable", True) for row in infer):
             lines.append("  * p99 from fewer than 100 requests: rough")
+    lines += format_instance(result)
     lines += format_telemetry(result.get("telemetry"))
+    for node in (result.get("nodes") or [])[1:]:  # node 0's telemetry is the run's, above
+        if node.get("telemetry"):
+            lines += [f"  {node.get('host')} (node {node.get('index')}):"] + \
+                ["  " + line for line in format_telemetry(node["telemetry"])]
     for warning in result.get("warnings") or []:
         lines.append(f"  warning: {warning}")
     return "\n".join(lines)
+
+
+def format_node(node: dict[str, Any]) -> str:
+    """``trn-b (ranks 2–3, trn1.32xlarge)``, with the node's status when it is not ok."""
+    ranks = node.get("ranks") or []
+    where = (f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}–{ranks[-1]}") if ranks else "no rank joined"
+    itype = (node.get("env") or {}).get("instance_type")
+    status = "" if node.get("status") == "ok" else f", {node.get('status')}"
+    return f"{node.get('host')} ({where}{', ' + itype if itype else ''}{status})"
+
+
+def format_data(data: dict[str, Any]) -> str:
+    """Which input fed the steps: the seed's host loader (with its workers) or one batch on the device."""
+    if data.get("source") == "device":
+        return "device: one synthetic batch made on the device, reused every step (the input pipeline is not measured)"
+    workers = data.get("loader_workers")
+    chosen = ", chosen for this host" if data.get("workers_auto") else ""
+    return f"host: the seed's FakeDataset through a DataLoader, {workers} loader worker(s){chosen}"
+
+
+def format_instance(result: dict[str, Any]) -> list[str]:
+    """A launched instance's line: which one, and what the benchmark cost from launch to terminate."""
+    ec2 = result.get("ec2")
+    if not ec2:
+        return []
+    market = "spot" if ec2.get("market") == "spot" else "on-demand"
+    head = f"  instance    {ec2.get('instance_id')} ({ec2.get('instance_type')} {market} in {ec2.get('region')}, " \
+           f"image {ec2.get('ami')})"
+    bench = (result.get("cost") or {}).get("benchmark") or {}
+    if ec2.get("kept"):
+        return [head, "  benchmark   kept running for the next run (--keep): it bills until that run terminates it"]
+    if bench.get("seconds") is None:
+        return [head, "  benchmark   cost unknown: the instance was not seen terminated (see the warning)"]
+    price = f"{format_usd(bench.get('usd_per_hour'))}/h" if bench.get("usd_per_hour") else "no price"
+    return [head, f"  benchmark   cost {format_usd(bench.get('usd'))}: launch to terminate "
+                  f"{format_minutes(bench['seconds'])} x {price}, boot and compile included"]
 
 
 _DEVICE_NAMES = {"neuroncore": "NeuronCore", "gpu": "GPU", "cpu": "CPU"}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core.cost import (
+    TYPE_FROM_PROFILE,
     Candidate,
     break_even_samples,
     cheapest_meeting,
@@ -31,6 +32,7 @@ from app.core.cost import (
 )
 from app.core.pricebook import Price, PriceBook
 from app.core.runrecord import StoredRun
+from app.core.scaling import scaling_rows
 from remote_agent.stats import bootstrap_ci, intervals_overlap, percentile
 
 COMPARE_SCHEMA = "neuronbench.compare/1"
@@ -74,7 +76,7 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
         compile_ = train.get("compile") or {}
         return [{"batch_size": (spec.get("batch_sizes") or [None])[0], "throughput": train.get(
             "throughput_samples_per_s"), "latency_p50_ms": None, "latency_p99_ms": None, "p99_reliable": None,
-            "compile_s": compile_.get("seconds")}]
+            "compile_s": compile_.get("seconds"), "steps_ci95": steps_interval(train)}]
     rows = []
     for row in result.get("infer") or []:
         latency = row.get("latency_ms") or {}
@@ -84,12 +86,39 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def steps_interval(train: dict[str, Any]) -> list[float] | None:
+    """A single run's throughput interval from its own steps.
+
+    Throughput is the window's samples over its wall time, i.e. the global batch over the
+    *mean* step time; so the interval is the global batch over the mean's 95% interval
+    (mean ± 1.96 standard errors), and always holds the throughput it belongs to.  Used for
+    scaling figures when a node count has no repeats (repeats give the between-run interval).
+    """
+    step = train.get("step_time_s") or {}
+    mean, stdev, n = step.get("mean"), step.get("stdev"), train.get("steps_measured")
+    batch = train.get("global_batch")
+    if not batch or mean is None or stdev is None or not n or n < 2:
+        return None
+    half = 1.96 * stdev / n ** 0.5
+    if mean - half <= 0:
+        return None
+    return [batch / (mean + half), batch / (mean - half)]
+
+
+def benchmark_cost(result: dict[str, Any]) -> dict[str, Any]:
+    """What a run on a launched instance cost from launch to terminate (None for hosts that were already there)."""
+    bench = (result.get("cost") or {}).get("benchmark") or {}
+    return {"instance_id": (result.get("ec2") or {}).get("instance_id"), "benchmark_s": bench.get("seconds"),
+            "benchmark_usd": bench.get("usd")}
+
+
 def _price_of(run: StoredRun, book: PriceBook, market: str) -> tuple[Price, str]:
     declared = run.declared or {}
     result = run.result or {}
     if not result.get("env") and run.env:
         result = dict(result, env=run.env)
-    itype, region, source, _ = instance_of(result, declared.get("instance_type"), declared.get("region"))
+    itype, region, source, _ = instance_of(result, declared.get("instance_type"), declared.get("region"),
+                                           declared.get("source") or TYPE_FROM_PROFILE)
     return book.price(itype, region, market), source
 
 
@@ -103,20 +132,34 @@ def _scale(interval: Sequence[float] | None, factor: float | None) -> list[float
     return [interval[0] * factor, interval[1] * factor]
 
 
-def _labels(keys: list[tuple[str, str | None]]) -> dict[tuple[str, str | None], str]:
-    """Instance type where known and unique, host name otherwise, both when two hosts share a type."""
-    by_type: dict[str | None, set[str]] = {}
-    for host, itype in keys:
-        by_type.setdefault(itype, set()).add(host)
+def _labels(keys: list[tuple[str, str | None, int]]) -> dict[tuple[str, str | None, int], str]:
+    """Instance type where known and unique, host name otherwise, both when two hosts share a type.
+
+    A multi-node run reads ``2 × trn1.32xlarge``: the node count is part of what was measured.
+    """
+    by_type: dict[tuple[str | None, int], set[str]] = {}
+    for host, itype, nodes in keys:
+        by_type.setdefault((itype, nodes), set()).add(host)
     labels = {}
-    for host, itype in keys:
+    for host, itype, nodes in keys:
         if itype is None:
-            labels[(host, itype)] = f"{host} (instance type unknown)"
-        elif len(by_type[itype]) > 1:
-            labels[(host, itype)] = f"{itype} ({host})"
+            label = f"{host} (instance type unknown)"
+        elif len(by_type[(itype, nodes)]) > 1:
+            label = f"{itype} ({host})"
         else:
-            labels[(host, itype)] = itype
+            label = itype
+        labels[(host, itype, nodes)] = f"{nodes} × {label}" if nodes > 1 else label
     return labels
+
+
+def nodes_of(result: dict[str, Any]) -> int:
+    """How many machines a run spanned (1 for every run before multi-node runs existed)."""
+    return int((result.get("train") or {}).get("nodes") or (result.get("spec") or {}).get("nnodes") or 1)
+
+
+def _hourly(price: Price, nodes: int) -> float | None:
+    """What the run's machines cost an hour together: the per-node price times the node count."""
+    return None if price.usd_per_hour is None else price.usd_per_hour * nodes
 
 
 def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOptions | None = None) -> dict:
@@ -144,22 +187,30 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
         why = next((s["reason"] for s in skipped if s["run_id"] == baseline_id), "it is not among the runs compared")
         raise CompareError(f"the baseline run {baseline_id} cannot be used: {why}; pick another with --baseline")
 
-    labels = _labels(sorted({(run.host, price.instance_type) for run, price, _ in usable},
-                            key=lambda k: (k[0], k[1] or "")))
+    labels = _labels(sorted({(run.host, price.instance_type, nodes_of(run.result or {})) for run, price, _ in usable},
+                            key=lambda k: (k[0], k[1] or "", k[2])))
     rows: list[dict[str, Any]] = []
     for run, price, source in usable:
         result = run.result or {}
+        nodes = nodes_of(result)
+        usd_h = _hourly(price, nodes)
         for figures in _rows_of(result):
             rows.append({
-                "run_id": run.run_id, "host": run.host, "label": labels[(run.host, price.instance_type)],
+                "run_id": run.run_id, "host": run.host,
+                "label": labels[(run.host, price.instance_type, nodes)], "nodes": nodes,
+                "nproc": int((result.get("spec") or {}).get("nproc") or 1),
+                # Node counts of one setup scale against each other: same instance type, or same first host.
+                "family": price.instance_type or run.host.split(",")[0],
                 "instance_type": price.instance_type, "instance_type_from": source, "region": price.region,
                 "workload": result.get("workload"), "model": model_signature(result), "backend": result.get("backend"),
                 **figures, "unit": UNIT.get(result.get("workload") or "", "per s"),
-                "usd_per_hour": price.usd_per_hour, "price_source": price.source or None,
+                "usd_per_hour": usd_h, "usd_per_hour_per_node": price.usd_per_hour,
+                "price_source": price.source or None,
                 "price_date": price.date_label if price.source else None, "price_note": price.note or None,
-                "usd_per_1m": usd_per_million(price.usd_per_hour, figures["throughput"]),
-                "compile_usd": usd_for_seconds(figures["compile_s"], price.usd_per_hour),
+                "usd_per_1m": usd_per_million(usd_h, figures["throughput"]),
+                "compile_usd": usd_for_seconds(figures["compile_s"], usd_h),
                 "repeat": result.get("repeat"),
+                **benchmark_cost(result),
             })
 
     def matches(row: dict[str, Any], base: dict[str, Any]) -> bool:
@@ -185,6 +236,7 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
     doc["choice"] = _choice(groups, options)
     doc["budget"] = _budgets(groups, options)
     doc["break_even"] = _break_even(groups)
+    doc["scaling"] = scaling_rows(groups)
     return doc
 
 
@@ -218,6 +270,11 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
             "compile_max_s": max(compiles) if compiles else None,
             "compile_max_usd": usd_for_seconds(max(compiles) if compiles else None, usd_h),
             "is_baseline": any(r["run_id"] in baseline_ids for r in members),
+            "nodes": members[0].get("nodes", 1), "nproc": members[0].get("nproc", 1),
+            "family": members[0].get("family"),
+            # A lone run's interval comes from its own steps; two or more runs' from the runs.
+            "scaling_ci95": ci if ci is not None else (members[0].get("steps_ci95") if len(members) == 1 else None),
+            "benchmark_usd": _median([r["benchmark_usd"] for r in members if r["benchmark_usd"] is not None]),
         })
 
     def same_measure(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -120,13 +120,28 @@ def break_even_samples(compile_usd_a: float | None, usd_per_1m_a: float | None,
 
 # -- the Result's ``cost`` block (DESIGN.md §4) --------------------------------------------------
 
-def instance_of(result: dict[str, Any], declared_type: str | None = None,
-                declared_region: str | None = None) -> tuple[str | None, str | None, str, list[str]]:
+# Where a run's instance type came from: the ``instance_type_from`` of its cost block and compare rows.
+TYPE_FROM_PROBE = "probe"
+TYPE_FROM_PROFILE = "declared"  # the host profile's --instance-type, when the run started
+TYPE_FROM_AFTER_RUN = "declared after the run"  # `neuronbench runs set` / History's "Declare instance type"
+TYPE_UNKNOWN = "unknown"
+_TYPE_FROM_LABELS = {TYPE_FROM_PROBE: "reported by the host", TYPE_FROM_PROFILE: "declared on the host profile",
+                     TYPE_FROM_AFTER_RUN: "declared after the run", TYPE_UNKNOWN: "instance type unknown"}
+
+
+def type_from_label(source: str | None) -> str:
+    """Words for where an instance type came from, as tables, tooltips and reports print it."""
+    return _TYPE_FROM_LABELS.get(source or TYPE_UNKNOWN, source or "")
+
+
+def instance_of(result: dict[str, Any], declared_type: str | None = None, declared_region: str | None = None,
+                declared_from: str = TYPE_FROM_PROFILE) -> tuple[str | None, str | None, str, list[str]]:
     """(instance type, region, where the type came from, warnings) for a Result.
 
-    The probe (IMDS or neuron-ls on the host) is what the machine *is*; a type declared
-    on the host profile fills in when the probe found none (not EC2, IMDS blocked in a
-    container).  When both exist and differ the probe wins and a warning says so.
+    The probe (IMDS or neuron-ls on the host) is what the machine *is*; a declared
+    type (on the host profile, or after the run: ``declared_from``) fills in when the
+    probe found none (not EC2, IMDS blocked in a container).  When both exist and
+    differ the probe wins and a warning says so.
     """
     env = result.get("env") or {}
     probed_type, probed_region = env.get("instance_type"), env.get("region")
@@ -135,10 +150,10 @@ def instance_of(result: dict[str, Any], declared_type: str | None = None,
         if declared_type and declared_type != probed_type:
             warnings.append(f"the host profile declares {declared_type} but the host reports {probed_type}; "
                             f"priced as {probed_type}")
-        return probed_type, probed_region or declared_region, "probe", warnings
+        return probed_type, probed_region or declared_region, TYPE_FROM_PROBE, warnings
     if declared_type:
-        return declared_type, declared_region or probed_region, "declared", warnings
-    return None, probed_region or declared_region, "unknown", warnings
+        return declared_type, declared_region or probed_region, declared_from, warnings
+    return None, probed_region or declared_region, TYPE_UNKNOWN, warnings
 
 
 def cost_block(result: dict[str, Any], price: Price, instance_type_from: str) -> dict[str, Any]:
@@ -147,10 +162,13 @@ def cost_block(result: dict[str, Any], price: Price, instance_type_from: str) ->
     Training gets ``usd_per_1m_samples`` and the compile time's cost; inference gets one
     ``usd_per_1m_inferences`` row per batch size (with that batch's compile cost).
     """
-    usd_h = price.usd_per_hour
+    # A multi-node run pays for every machine it spans.
+    nodes = int((result.get("train") or {}).get("nodes") or 1)
+    usd_h = None if price.usd_per_hour is None else price.usd_per_hour * nodes
     block: dict[str, Any] = {
         "instance_type": price.instance_type, "instance_type_from": instance_type_from,
         "region": price.region, "market": price.market, "usd_per_hour": usd_h,
+        "nodes": nodes, "usd_per_hour_per_node": price.usd_per_hour,
         "price_source": price.source or None, "price_date": price.date_label if price.source else None,
         "price_origin": price.origin, "price_note": price.note or None,
     }
@@ -225,16 +243,39 @@ def cheapest_meeting(candidates: Sequence[Candidate], max_p99_ms: float | None =
     return Choice(meeting[0] if meeting else None, meeting, rejected)
 
 
+def benchmark_block(launched_at: float, terminated_at: float | None, price: Price) -> dict[str, Any]:
+    """The ``cost.benchmark`` block of a run on a launched instance: launch to terminate x price.
+
+    Boot, deploy and compile are all in it: it is what the benchmark itself cost.
+    ``seconds`` is None while the instance still runs (kept with ``--keep``).
+    """
+    seconds = None if terminated_at is None else max(0.0, terminated_at - launched_at)
+    return {"seconds": seconds, "usd": usd_for_seconds(seconds, price.usd_per_hour),
+            "usd_per_hour": price.usd_per_hour, "market": price.market,
+            "price_source": price.source or None, "price_note": price.note or None}
+
+
 def apply_cost(result: dict[str, Any], book: PriceBook, declared_type: str | None = None,
-               declared_region: str | None = None, market: str = "on_demand") -> dict[str, Any]:
+               declared_region: str | None = None, market: str = "on_demand",
+               declared_from: str = TYPE_FROM_PROFILE) -> dict[str, Any]:
     """Fill ``result["cost"]`` from the price book (in place; returns the result).
 
     A run whose instance type is unknown still gets a block: every figure None and a
-    ``price_note`` telling the user how to declare the type.
+    ``price_note`` telling the user how to declare the type.  A run on an instance
+    NeuronBench launched (an ``ec2`` block) also gets ``cost.benchmark``, priced in
+    the market it was launched in (spot or on-demand).
     """
-    itype, region, source, warnings = instance_of(result, declared_type, declared_region)
+    itype, region, source, warnings = instance_of(result, declared_type, declared_region, declared_from)
+    node_types = sorted({(n.get("env") or {}).get("instance_type") or "unknown" for n in result.get("nodes") or []})
+    if len(node_types) > 1:
+        warnings.append(f"the nodes are of different instance types ({', '.join(node_types)}); priced as "
+                        f"{len(result['nodes'])} x {itype or 'unknown'}, node 0's")
     price = book.price(itype, region, market)
     result["cost"] = cost_block(result, price, source)
+    ec2 = result.get("ec2")
+    if isinstance(ec2, dict) and ec2.get("launched_at") is not None:
+        bill = price if ec2.get("market", market) == market else book.price(itype, region, ec2["market"])
+        result["cost"]["benchmark"] = benchmark_block(ec2["launched_at"], ec2.get("terminated_at"), bill)
     if warnings:
         result.setdefault("warnings", []).extend(w for w in warnings if w not in result.get("warnings", []))
     return result

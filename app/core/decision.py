@@ -132,6 +132,7 @@ def summary(doc: dict[str, Any]) -> list[str]:
             continue  # already explained
         note = next(g["price_note"] for g in groups if g["label"] == label)
         sentences.append(f"{label}: cost N/A ({note}).")
+    sentences += scaling_sentences(doc.get("scaling") or [])
     for skipped in doc.get("skipped") or []:
         sentences.append(f"Run {skipped['run_id']} on {skipped['host']} is left out: {skipped['reason']}.")
     if len({g["label"] for g in groups}) == 1:
@@ -158,4 +159,30 @@ def _one_host(groups: list[dict[str, Any]]) -> list[str]:
             if workload == "infer" and len(priced) > 1 else f"{best['label']} {_what(best)} at "
         out.append(f"{lead}${best['usd_per_1m']:.4g} per 1M {WORK[workload]} ({best['throughput']:.4g} "
                    f"{best['unit']} at ${best['usd_per_hour']:.4g}/h).")
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return "N/A" if value is None else f"{value * 100:.0f}%"
+
+
+def scaling_sentences(rows: list[dict[str, Any]]) -> list[str]:
+    """One sentence per scaled setup: from the fewest to the most nodes, speed-up, efficiency and cost."""
+    setups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        setups.setdefault((row["model"], row["batch_size"], row["nproc"], row["family"]), []).append(row)
+    out = []
+    for (model, _batch, _nproc, family), members in setups.items():
+        members = sorted(members, key=lambda r: r["nodes"])
+        base, top = members[0], members[-1]
+        ci = top["efficiency_ci95"]
+        interval = f", 95% interval {_pct(ci[0])}–{_pct(ci[1])}" if ci else ""
+        cost = ""
+        if base["usd_per_1m"] is not None and top["usd_per_1m"] is not None:
+            cost = (f"; ${base['usd_per_1m']:.4g} per 1M samples on {base['nodes']} node(s), "
+                    f"${top['usd_per_1m']:.4g} on {top['nodes']}")
+        efficiency = f"weak-scaling efficiency {_pct(top['efficiency'])}{interval}"
+        name = model.split("(")[0].split(" ")[0]  # the signature's model name, without its arguments
+        out.append(f"From {base['nodes']} to {top['nodes']} nodes of {family}, {name} trains "
+                   f"{top['speedup']:.2f}× as fast ({efficiency}){cost}.")
     return out

@@ -56,3 +56,15 @@ class AgentError(NeuronBenchError):
 
 class ProtocolViolation(NeuronBenchError):
     """The agent's stream broke protocol v1 (wrong version, bad line, seq out of order)."""
+
+
+class CloudError(NeuronBenchError):
+    """AWS refused or failed a request: no credentials, a quota, no capacity, an unknown key pair, ..."""
+
+    def __init__(self, message: str, detail: str = "", code: str = "") -> None:
+        super().__init__(message, detail)
+        self.code = code
+
+
+class InstanceGoneError(NeuronBenchError):
+    """The instance a run was on went away mid-run (a spot interruption, or terminated from outside)."""

@@ -11,6 +11,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from app.core.ec2_launch import Ec2Launch
 from app.core.errors import BadSpecError
 
 LOCAL_HOST = "local"
@@ -73,8 +74,13 @@ class HostProfile:
         "declared instance type, e.g. trn1.2xlarge (used for cost when EC2 metadata is not reachable)",
         "--instance-type"))
     region: str = field(default="", metadata=_help("declared AWS region, e.g. us-east-1", "--region"))
+    ec2: Ec2Launch | None = field(default=None, metadata=_help(
+        "launch an EC2 instance for each run and terminate it after (no --hostname: the instance is reached by "
+        "its id through ~/.ssh/config, else its public address)", "--ec2"))
 
     def __post_init__(self) -> None:
+        if isinstance(self.ec2, dict):  # from JSON
+            object.__setattr__(self, "ec2", Ec2Launch.from_dict(self.ec2))
         self.validate()
 
     def validate(self) -> None:
@@ -92,12 +98,20 @@ class HostProfile:
             need(isinstance(value, str), f"host {self.name}: {name} must be text")
             need(not _CONTROL.search(value), f"host {self.name}: {name} must not contain control characters")
         if self.local:
+            need(self.ec2 is None, f"host {self.name}: --local and --ec2 exclude each other")
             ssh_fields = [f.metadata["flag"] for f in fields(self) if f.name in
                           ("hostname", "user", "identity_file", "proxy_jump") and getattr(self, f.name)]
             need(not ssh_fields and self.port == SSH_PORT,
                  f"host {self.name} is --local (this computer, no SSH): drop {', '.join(ssh_fields) or '--port'}")
             return
         need(self.name != LOCAL_HOST, f"{LOCAL_HOST!r} is the built-in name of this computer; choose another name")
+        if self.ec2 is not None:
+            need(isinstance(self.ec2, Ec2Launch), f"host {self.name}: ec2 must be a launch setting")
+            need(not self.hostname, f"host {self.name} is launched on EC2 for each run: drop --hostname "
+                                    f"(the instance gets its address when it starts)")
+            need(not self.proxy_jump, f"host {self.name} is launched on EC2: reach instances through jump hosts "
+                                      f"with a `Host i-*` block in ~/.ssh/config instead of --proxy-jump")
+            return
         need(bool(self.hostname), f"host {self.name}: give --hostname (or --local for this computer)")
         need(not _WHITESPACE.search(self.hostname) and not self.hostname.startswith("-"),
              f"host {self.name}: hostname {self.hostname!r} must not contain spaces nor start with '-'")
@@ -109,6 +123,8 @@ class HostProfile:
         """``user@host:port`` as a person would write it (user and default port left out when unset)."""
         if self.local:
             return "this computer"
+        if self.ec2 is not None:
+            return f"EC2 {self.ec2.describe()}"
         user = f"{self.user}@" if self.user else ""
         host = f"[{self.hostname}]" if ":" in self.hostname else self.hostname
         return f"{user}{host}" + (f":{self.port}" if self.port != SSH_PORT else "")

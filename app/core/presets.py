@@ -19,8 +19,7 @@ class Preset:
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("quickstart", "A first look: ViT-Tiny training for 30 steps on this computer",
-           RunSpec(workload="train", model="vit_tiny_patch16_224", batch_sizes=(8,), steps=30, warmup=5,
-                   workers=1)),
+           RunSpec(workload="train", model="vit_tiny_patch16_224", batch_sizes=(8,), steps=30, warmup=5)),
     Preset("tiny-train", "Tiny ViT training (the test model): seconds on any machine",
            RunSpec(workload="train", model="vit_tiny_patch16_224", model_args=TINY_VIT_ARGS, batch_sizes=(8,),
                    steps=20, warmup=3, workers=0)),

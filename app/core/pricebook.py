@@ -215,8 +215,9 @@ class PriceBook:
         if market not in MARKETS:
             raise PriceBookError(f"market {market!r} is not one of {', '.join(MARKETS)}")
         if not instance_type:
-            return Price(None, region, market, None, note="instance type unknown: declare it on the host "
-                         "(`neuronbench hosts add NAME --instance-type T`) to price this run")
+            return Price(None, region, market, None, note="instance type unknown: declare it to price this run "
+                         "(`neuronbench runs set RUN --instance-type T`, or History's \"Declare instance type…\"; "
+                         "for later runs, on the host: `neuronbench hosts add NAME --instance-type T`)")
         assumed = False
         note = ""
         if not region:

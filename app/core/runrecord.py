@@ -4,7 +4,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-RUN_STATUSES = ("running", "ok", "failed", "cancelled", "unfinished")
+# "interrupted": the instance a run was on went away mid-run (a spot interruption); marked by the app, the
+# agent's own end statuses stay ok/failed/cancelled.
+RUN_STATUSES = ("running", "ok", "failed", "cancelled", "interrupted", "unfinished")
 # Versions that make two runs' numbers comparable (or not): shown side by side in reports.
 FINGERPRINT_KEYS = ("instance_type", "region", "python", "torch", "torch_xla", "torch_neuronx", "neuronx_cc",
                     "neuron_sdk", "timm", "cpu", "devices")
@@ -35,7 +37,7 @@ class StoredRun:
 
     @property
     def finished(self) -> bool:
-        return self.status in ("ok", "failed", "cancelled")
+        return self.status in ("ok", "failed", "cancelled", "interrupted")
 
 
 def fingerprint(env: dict[str, Any] | None) -> dict[str, Any]:

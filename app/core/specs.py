@@ -6,9 +6,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.core.errors import BadSpecError
+from remote_agent.capacity import nproc_problem
 from remote_agent.protocol import RunSpec, SpecError
 
-__all__ = ["RunSpec", "build_spec", "flag_for", "parse_batch_sizes", "parse_model_args"]
+__all__ = ["RunSpec", "build_spec", "flag_for", "host_fit_problem", "parse_batch_sizes", "parse_model_args"]
 
 
 def flag_for(field_name: str) -> str:
@@ -84,5 +85,15 @@ def spec_summary(spec: RunSpec | Mapping[str, Any]) -> str:
     work = (f"{data.get('steps')} steps" if data.get("workload") == "train"
             else f"≥{data.get('min_iters')} requests and ≥{data.get('duration')} s per size")
     procs = f" × {data['nproc']} processes" if data.get("nproc", 1) > 1 else ""
+    feed = " · data on device" if data.get("workload") == "train" and data.get("data") == "device" else ""
     return (f"{data.get('workload')} {data.get('model')} · batch {sizes}{procs} · {work} · "
-            f"{data.get('backend')} · {data.get('precision')}")
+            f"{data.get('backend')} · {data.get('precision')}{feed}")
+
+
+def host_fit_problem(spec: RunSpec, env: Mapping[str, Any]) -> str | None:
+    """Why a probed host cannot run ``spec`` (the agent's own pre-flight sentence), or None.
+
+    The agent refuses the same spec on the host before anything starts; the GUI
+    asks this as the form is typed, once the ticked hosts have been probed.
+    """
+    return nproc_problem(spec.workload, spec.backend, spec.nproc, dict(env))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.compare import WORK
+from app.core.cost import type_from_label
 from app.core.numbers import NA, figure, usd
 from app.reports import svg
 from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summary, Table
@@ -197,6 +198,7 @@ def _cost_details(doc: dict[str, Any]) -> list[Block]:
                         notes=("Compile time is kept out of every throughput figure and costed apart. Compile "
                                "cache: cold (the compiler ran), cached (Neuron logged 'Using a cached neff'), "
                                "N/A (no compiler messages: an eager backend, or logs not captured).",)))
+    blocks += _benchmark_costs(doc)
     items = _cold_vs_cached(doc)
     items += [f"{e['cheaper_after']} costs less than {e['than']} in total once a job runs more than "
               f"{e['samples']:,.0f} samples: its higher compile cost is paid back by a lower cost per sample."
@@ -224,6 +226,19 @@ def _cost_details(doc: dict[str, Any]) -> list[Block]:
                             (False, False, True, True, True, True),
                             caption=f"Options against the target {target}, cheapest first"))
     return blocks
+
+
+def _benchmark_costs(doc: dict[str, Any]) -> list[Block]:
+    """Runs on instances NeuronBench launched: what each benchmark itself cost, launch to terminate."""
+    launched = {r["run_id"]: r for r in doc["rows"] if r.get("instance_id")}
+    if not launched:
+        return []
+    rows = tuple((r["label"], r.get("ref") or "", r["instance_id"], num(r["benchmark_s"], ".0f"),
+                  usd(r["benchmark_usd"])) for r in launched.values())
+    return [Table(("Host", "Run", "Instance", "Launch to terminate s", "Benchmark $"), rows,
+                  (False, False, False, True, True), caption="What the benchmarks cost",
+                  notes=("Instances NeuronBench launched for the run and terminated after it: the time from launch "
+                         "to terminate at the instance's price, boot, deploy and compile included.",))]
 
 
 def _cold_vs_cached(doc: dict[str, Any]) -> list[str]:
@@ -315,12 +330,71 @@ def _join(values: list[Any]) -> str:
     return "/".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) or NA
 
 
+def _scaling(doc: dict[str, Any]) -> list[Block]:
+    """Throughput, speed-up and weak-scaling efficiency per node count, as a table and a chart."""
+    rows = doc.get("scaling") or []
+    if not rows:
+        return []
+
+    def interval(ci: list[float] | None, percent: bool = False) -> str:
+        if not ci:
+            return ""
+        return f" ({ci[0] * 100:.0f}–{ci[1] * 100:.0f}%)" if percent else f" ({num(ci[0])}–{num(ci[1])})"
+
+    blocks: list[Block] = [Heading("Scaling across nodes")]
+    table_rows = tuple(
+        (r["label"], str(r["nodes"]), str(r["world_size"]), num(r["throughput"]) + interval(r["throughput_ci95"]),
+         times(r["speedup"]), f"{r['efficiency'] * 100:.0f}%" + interval(r["efficiency_ci95"], percent=True),
+         usd(r["usd_per_hour"]), usd(r["usd_per_1m"]))
+        for r in rows)
+    blocks.append(Table(("Setup", "Nodes", "Procs", "Throughput (95%)", "Speed-up", "Efficiency (95%)", "$/h",
+                         "$ per 1M"), table_rows, (False,) + (True,) * 7,
+                        caption="Weak scaling: the same batch per process on every node count; efficiency = "
+                                "throughput_N / (N × throughput_1)",
+                        notes=("Intervals: between repeats where a node count was repeated, else from the run's "
+                               "own step times (the mean step's 95% interval: throughput is samples over wall "
+                               "time).",
+                               "$/h is every node's price together; $ per 1M samples at each node count.")))
+    colours = _colour_of(doc)
+    series = []
+    for family in dict.fromkeys(r["family"] for r in rows):
+        mine = [r for r in rows if r["family"] == family]
+        base = mine[0]
+        series.append(svg.PointSeries(f"{family}: ideal", [(r["nodes"], base["throughput"] * r["nodes"] /
+                                                            base["nodes"]) for r in mine], None, "#999999"))
+        series.append(svg.PointSeries(f"{family}: measured", [(r["nodes"], r["throughput"]) for r in mine],
+                                      [f"{r['efficiency'] * 100:.0f}%" for r in mine], colours.get(base["label"])))
+    most = max(r["nodes"] for r in rows)
+    blocks.append(Chart("Throughput by node count", svg.xy_chart(
+        "Throughput by node count", series, "nodes", "samples/s", lines=False,
+        x_ticks=list(range(0, most + 1))), 720, 320,
+        "Measured throughput against ideal linear scaling; each measured point is labelled with its efficiency."))
+    return blocks
+
+
+def _instance(run: dict[str, Any]) -> str:
+    """"instance trn1.2xlarge (declared after the run)": the type the run was priced as, and where it came from."""
+    if not run.get("instance_type"):
+        return "instance type unknown"
+    return f"instance {run['instance_type']} ({type_from_label(run.get('instance_type_from'))})"
+
+
 def _runs(doc: dict[str, Any]) -> list[Block]:
     """One line per run (a list, not a table: long spec lines wrap without splitting a table row across pages)."""
     items = tuple(f"{r['ref']} · {r['run_id']} · {r['host']} ({r['label']}) · {r['status']} · created "
-                  f"{(r['created_at'] or NA).replace('T', ' ').replace('Z', ' UTC')} · {r['telemetry']['buckets']} "
-                  f"telemetry buckets — {r['spec_summary'] or NA}" for r in doc["runs"])
+                  f"{(r['created_at'] or NA).replace('T', ' ').replace('Z', ' UTC')} · {_instance(r)} · "
+                  f"{r['telemetry']['buckets']} telemetry buckets — {r['spec_summary'] or NA}" for r in doc["runs"])
     blocks: list[Block] = [Heading("Runs"), Bullets(items)]
+    node_rows = [(r["ref"], str(n["index"]), str(n["host"]), n["instance_type"] or NA,
+                  (f"{n['ranks'][0]}–{n['ranks'][-1]}" if n.get("ranks") else NA), str(n["status"]),
+                  NA if n["util_mean_pct"] is None else f"{n['util_mean_pct']:.0f}%")
+                 for r in doc["runs"] for n in r.get("nodes") or []]
+    if node_rows:
+        blocks.append(Table(("Run", "Node", "Host", "Instance", "Ranks", "Status", "Utilisation"), tuple(node_rows),
+                            (False, True, False, False, True, False, True),
+                            caption="Nodes of multi-node runs (node 0 reports the steps; each node its own telemetry)",
+                            notes=("Utilisation: mean over the node's devices while measuring; on a CPU host, "
+                                   "its CPUs.",)))
     if doc.get("skipped"):
         blocks.append(Bullets(tuple(f"{s['run_id']} on {s['host']} left out: {s['reason']}"
                                     for s in doc["skipped"])))
@@ -334,6 +408,7 @@ def build_blocks(doc: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [Paragraph(meta, "meta"),
                            Summary(tuple(doc["summary"]) or ("Nothing to compare: no run has a result.",))]
     blocks += _results(doc)
+    blocks += _scaling(doc)
     blocks += _charts(doc)
     blocks += _cost_details(doc)
     blocks += _methodology(doc)

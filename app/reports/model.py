@@ -40,13 +40,24 @@ def _title(doc: dict[str, Any]) -> str:
     return f"{what or 'Benchmark'} on {', '.join(labels) or 'no host'}"
 
 
-def _run_entry(material: RunMaterial, row_labels: dict[str, str], ref: str) -> dict[str, Any]:
+def _mean_util(telemetry: dict[str, Any] | None) -> float | None:
+    """Mean device utilisation while measuring, from a node's telemetry block (None when not read)."""
+    devices = [d["util_mean_pct"] for d in ((telemetry or {}).get("measure") or {}).get("devices") or []
+               if d.get("util_mean_pct") is not None]
+    return sum(devices) / len(devices) if devices else None
+
+
+def _run_entry(material: RunMaterial, row_labels: dict[str, str], ref: str,
+               priced_as: dict[str, Any] | None) -> dict[str, Any]:
     run = material.run
     result = run.result or {}
     train = result.get("train") or {}
     series = utilisation_series(material.telemetry)
     return {
         "ref": ref, "run_id": run.run_id, "host": run.host, "label": row_labels.get(run.run_id, run.host),
+        # The type the comparison priced the run as, and where it came from (probe, profile, after the run).
+        "instance_type": (priced_as or {}).get("instance_type"),
+        "instance_type_from": (priced_as or {}).get("instance_type_from"),
         "status": run.status, "created_at": _iso(run.created_at), "ended_at": _iso(run.ended_at),
         "workload": run.workload, "model": run.model, "spec": run.spec,
         "spec_summary": spec_summary(run.spec) if run.spec and run.spec.get("workload") else None,
@@ -59,6 +70,10 @@ def _run_entry(material: RunMaterial, row_labels: dict[str, str], ref: str) -> d
         if train else None,
         "compile_cache": material.compile_cache,
         "cost": result.get("cost"),
+        # A multi-node run: each node's host, ranks, instance type, status and measured utilisation.
+        "nodes": [{"index": n.get("index"), "host": n.get("host"), "ranks": n.get("ranks"), "status": n.get("status"),
+                   "instance_type": (n.get("env") or {}).get("instance_type"),
+                   "util_mean_pct": _mean_util(n.get("telemetry"))} for n in result.get("nodes") or []],
         "telemetry": {"buckets": len(material.telemetry),
                       "sources": sorted({r.get("source") for r in material.telemetry if r.get("source")}),
                       "series": {name: [[round(t, 3), round(v, 2)] for t, v in points]
@@ -98,6 +113,7 @@ def build_report(materials: Sequence[RunMaterial], compare_doc: dict[str, Any], 
     # Short references (R1, R2, …) keep printed tables narrow; the Runs table maps them to run ids.
     refs = {m.run.run_id: f"R{i}" for i, m in enumerate(materials, start=1)}
     row_labels = {row["run_id"]: row["label"] for row in compare_doc["rows"]}
+    priced_as = {row["run_id"]: row for row in compare_doc["rows"]}
     rows = []
     for row in compare_doc["rows"]:
         cache = (by_id[row["run_id"]].compile_cache or {}) if row["run_id"] in by_id else {}
@@ -116,7 +132,8 @@ def build_report(materials: Sequence[RunMaterial], compare_doc: dict[str, Any], 
         "choice": compare_doc.get("choice"),
         "budget": compare_doc.get("budget"),
         "break_even": compare_doc.get("break_even"),
+        "scaling": compare_doc.get("scaling") or [],
         "skipped": compare_doc.get("skipped"),
-        "runs": [_run_entry(m, row_labels, refs[m.run.run_id]) for m in materials],
+        "runs": [_run_entry(m, row_labels, refs[m.run.run_id], priced_as.get(m.run.run_id)) for m in materials],
         "methodology": _methodology(materials, compare_doc),
     }

@@ -198,11 +198,16 @@ def _axes_from(series: Sequence[PointSeries], y_max: float | None) -> tuple[list
 
 
 def xy_chart(title: str, series: Sequence[PointSeries], x_label: str, y_label: str, lines: bool = True,
-             y_max: float | None = None, width: int = 720, height: int = 320, empty_text: str = "no data") -> str:
-    """Lines (utilisation over time) or labelled points joined in order (latency vs throughput)."""
+             y_max: float | None = None, width: int = 720, height: int = 320, empty_text: str = "no data",
+             x_ticks: Sequence[float] | None = None) -> str:
+    """Lines (utilisation over time) or labelled points joined in order (latency vs throughput).
+
+    ``x_ticks``: the x axis' ticks when the data says better than round numbers (whole node counts).
+    """
     c = _Canvas(width, height)
     legend_w = min(_legend_width([s.name for s in series]), width * 0.4)
-    x_ticks, y_ticks = _axes_from(series, y_max)
+    auto_x, y_ticks = _axes_from(series, y_max)
+    x_ticks = list(x_ticks) if x_ticks else auto_x
     frame = _Frame(c, 70, 34, width - legend_w - 10, height - 46, y_ticks)
     c.text(frame.left, 20, title, size=13, weight="bold")
     frame.draw_y_axis(y_label)

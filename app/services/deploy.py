@@ -3,9 +3,10 @@
 One remote command inspects the host: which Python (the profile's, else the
 newest Neuron venv, else ``python3``), its version, whether the agent of this
 exact content is already in ``~/.cache/neuronbench/agent/`` and whether timm is
-importable.  The agent zipapp is uploaded over SFTP only when it is missing,
-into 0700 directories, under a temporary name renamed into place when complete;
-then it is unpacked next to itself and byte-compiled by the host's Python.
+importable.  The agent zipapp is uploaded only when it is missing (over SFTP, or over an exec
+channel on hosts without SFTP: see remote_upload), into 0700 directories, under
+a temporary name renamed into place when complete; then it is unpacked next to
+itself and byte-compiled by the host's Python.
 
 Why unpacked: Python never caches bytecode for modules imported from a zip, so
 every start of a zipapp compiles the agent's modules again, about half of the
@@ -14,8 +15,6 @@ whole) is what runs; its name carries the content hash as the .pyz's does.
 """
 from __future__ import annotations
 
-import secrets
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +25,7 @@ from app.core.errors import DeployError
 from app.core.hosts import HostProfile
 from app.services.agent_bundle import AgentBundle
 from app.services.remote_exec import run_command
+from app.services.remote_upload import upload_file
 from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL, SshPrompts
 from app.services.timm_wheel import carried_wheel, installed_timm_version
 
@@ -79,6 +79,8 @@ class RemoteSetup:
     agent_path: str
     uploaded: bool
     timm: bool
+    upload_via: str = ""  # how the agent went up this time (remote_upload.VIA_*), "" when it was there
+
 
     @property
     def site_dir(self) -> str:
@@ -127,42 +129,16 @@ def inspect_host(transport: paramiko.Transport, profile: HostProfile, bundle: Ag
     return found
 
 
-def _makedirs(sftp: paramiko.SFTPClient, path: str) -> None:
-    """Create the missing folders of an absolute path, each 0700 (an existing one is left as it is)."""
-    current = ""
-    for part in [p for p in path.split("/") if p]:
-        current += "/" + part
-        try:
-            if not stat.S_ISDIR(sftp.stat(current).st_mode or 0):
-                raise DeployError(f"cannot install the agent: {current} exists on the host and is not a folder")
-        except FileNotFoundError:
-            sftp.mkdir(current, 0o700)
-
-
-def upload(sftp: paramiko.SFTPClient, local: Path, remote_dir: str, name: str) -> str:
-    """Copy ``local`` to ``remote_dir/name`` (created 0700), whole or not at all."""
-    _makedirs(sftp, remote_dir)
-    final = f"{remote_dir}/{name}"
-    tmp = f"{remote_dir}/.{name}.{secrets.token_hex(4)}.tmp"
-    sftp.put(str(local), tmp, confirm=True)
-    sftp.chmod(tmp, 0o600)
-    try:
-        sftp.posix_rename(tmp, final)  # atomic, and replaces a file a concurrent upload put there
-    except OSError:
-        sftp.remove(tmp)
-        sftp.stat(final)  # no posix-rename extension: fine only if someone else finished the same upload
-    return final
-
-
 def _install_timm(transport: paramiko.Transport, profile: HostProfile, setup: RemoteSetup, how: str,
-                  wheels_dir: Path) -> None:
+                  wheels_dir: Path, say: Callable[[str], None]) -> None:
     if how == TIMM_FROM_WHEEL:
         wheel = carried_wheel(wheels_dir)
         if wheel is None:
             raise DeployError("the app carries no timm wheel (timm is not installed with it); choose the pip install")
-        with transport.open_sftp_client() as sftp:
-            remote = upload(sftp, wheel, f"{setup.cache_dir}/wheels", wheel.name)
-        argv = [setup.python, "-c", _UNPACK_PY, remote, setup.site_dir]
+        sent = upload_file(transport, wheel, f"{setup.cache_dir}/wheels", wheel.name, setup.python,
+                           "the timm wheel", profile.name, timeout=600)
+        say(f"uploaded {wheel.name} ({wheel.stat().st_size // 1024} KiB) over {sent.via}")
+        argv = [setup.python, "-c", _UNPACK_PY, sent.path, setup.site_dir]
     else:
         version = installed_timm_version()
         argv = [setup.python, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade", "--target",
@@ -181,27 +157,26 @@ def prepare_host(transport: paramiko.Transport, profile: HostProfile, bundle: Ag
     found = inspect_host(transport, profile, bundle, venv_glob)
     cache = found["cache"]
     agent_path = f"{cache}/agent/{agent_dir(bundle)}"
-    uploaded = False
+    python = found.get("executable") or found["python"]
+    via = ""
     if found.get("agent") != "present":
-        say(f"uploading the agent ({bundle.path.stat().st_size // 1024} KiB) to {agent_path}")
-        try:
-            with transport.open_sftp_client() as sftp:
-                pyz = upload(sftp, bundle.path, f"{cache}/agent", bundle.name)
-        except (OSError, paramiko.SSHException) as exc:
-            raise DeployError(f"could not upload the agent to {profile.name}:{cache}/agent: {exc}") from None
-        python = found.get("executable") or found["python"]
-        result = run_command(transport, [python, "-c", _INSTALL_AGENT_PY, pyz, agent_path])
+        size_kib = bundle.path.stat().st_size // 1024
+        say(f"uploading the agent ({size_kib} KiB) to {agent_path}")
+        sent = upload_file(transport, bundle.path, f"{cache}/agent", bundle.name, python, "the agent",
+                           profile.name, sha256=bundle.sha256)
+        via = sent.via
+        say(f"uploaded the agent ({size_kib} KiB) over {via}")
+        result = run_command(transport, [python, "-c", _INSTALL_AGENT_PY, sent.path, agent_path])
         if result.code != 0:
             raise DeployError(f"could not unpack the agent on {profile.name}: {result.stderr_line()}",
                               detail=result.stderr.decode("utf-8", "replace"))
-        uploaded = True
-    setup = RemoteSetup(python=found.get("executable") or found["python"], python_version=found["version"],
-                        cache_dir=cache, agent_path=agent_path, uploaded=uploaded, timm=found.get("timm") == "1")
+    setup = RemoteSetup(python=python, python_version=found["version"], cache_dir=cache, agent_path=agent_path,
+                        uploaded=bool(via), timm=found.get("timm") == "1", upload_via=via)
     if not setup.timm:
         choices = (TIMM_FROM_PYPI,) + ((TIMM_FROM_WHEEL,) if carried_wheel(wheels_dir) else ())
         how = prompts.offer_timm_install(profile.name, setup.python, choices)
         if how in choices:
             say(f"installing timm for {setup.python} into {setup.site_dir} ({how})")
-            _install_timm(transport, profile, setup, how, wheels_dir)
+            _install_timm(transport, profile, setup, how, wheels_dir, say)
             setup = replace(setup, timm=True)
     return setup

@@ -16,6 +16,7 @@ import paramiko
 from app.core.errors import BadSpecError
 from app.core.hosts import SSH_PORT, HostProfile
 from app.paths import AppPaths
+from app.services.ec2.lease import Ec2RunOptions, Ec2Transport
 from app.services.hosts_store import HostsStore
 from app.services.session import probe_host
 from app.services.ssh_prompts import NoPrompts, SshPrompts
@@ -26,10 +27,19 @@ Say = Callable[[str], None]
 
 
 def transport_for_profile(profile: HostProfile, paths: AppPaths, prompts: SshPrompts | None = None,
-                          store: HostsStore | None = None, on_progress: Say | None = None) -> Transport:
-    """A new (not yet connected) transport to ``profile``; jump hosts may name other saved profiles."""
+                          store: HostsStore | None = None, on_progress: Say | None = None,
+                          ec2_options: Ec2RunOptions | None = None) -> Transport:
+    """A new (not yet connected) transport to ``profile``; jump hosts may name other saved profiles.
+
+    An ``--ec2`` profile's transport launches its instance on first use and terminates it on ``release()``;
+    ``ec2_options`` (the run's dead-man switch, --keep) are needed for it.
+    """
     if profile.local:
         return LocalTransport(paths, python=profile.python or None, host=profile.name)
+    if profile.ec2 is not None:
+        if ec2_options is None:
+            raise BadSpecError(f"host {profile.name} is launched on EC2 for a run: use it with `neuronbench run`")
+        return Ec2Transport(profile, paths, ec2_options, prompts or NoPrompts(), on_progress=on_progress)
     profiles = {p.name: p for p in (store or HostsStore(paths.config)).list()}
     return SshTransport(profile, paths, prompts or NoPrompts(), profiles=profiles, on_progress=on_progress)
 
@@ -50,9 +60,10 @@ def check_host(transport: Transport, profile: HostProfile, say: Say) -> dict[str
             f"{key.fingerprint}")
         setup = transport.setup(fresh=True)
         report.update(python=setup.python, python_version=setup.python_version, agent=setup.agent_path,
-                      agent_uploaded=setup.uploaded, timm=setup.timm)
+                      agent_uploaded=setup.uploaded, agent_uploaded_via=setup.upload_via or None, timm=setup.timm)
         say(f"Python {setup.python_version} at {setup.python}")
-        say(f"agent {'uploaded to' if setup.uploaded else 'already at'} {setup.agent_path}")
+        say(f"agent uploaded to {setup.agent_path} over {setup.upload_via}" if setup.uploaded
+            else f"agent already at {setup.agent_path}")
         if not setup.timm:
             say("timm is missing: runs will fail until it is installed (hosts test --install-timm)")
     report["env"] = probe_host(transport, quick=True)

@@ -14,14 +14,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.core.errors import AuthError, ConnectError, DeployError, HostKeyError, NeuronBenchError
+from app.core.errors import (
+    AuthError,
+    CloudError,
+    ConnectError,
+    DeployError,
+    HostKeyError,
+    InstanceGoneError,
+    NeuronBenchError,
+)
 from app.core.results import Result, failed_result
 from app.services.session import Event, RunSession
 from app.services.transport import Transport
 from remote_agent.protocol import RunSpec
 
 # Errors that say the host cannot be used at all: its remaining repeats are not tried.
-HOST_ERRORS = (ConnectError, AuthError, HostKeyError, DeployError)
+HOST_ERRORS = (ConnectError, AuthError, HostKeyError, DeployError, CloudError, InstanceGoneError)
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,12 @@ def run_on_hosts(transports: Sequence[Transport], spec: RunSpec, repeats: int = 
     results: list[list[Result]] = [[] for _ in transports]
 
     def one_host(index: int, transport: Transport) -> None:
+        try:
+            host_runs(index, transport)
+        finally:
+            transport.release()  # Ctrl-C or a bug never leaves a launched host (EC2) behind
+
+    def host_runs(index: int, transport: Transport) -> None:
         host_error: NeuronBenchError | None = None
         for repeat in range(1, repeats + 1):
             session = RunSession(transport, spec, **(session_options or {}))
@@ -71,6 +85,7 @@ def run_on_hosts(transports: Sequence[Transport], spec: RunSpec, repeats: int = 
                     result = failed_result(transport.host, spec.to_dict(), session.run_id, error)
             if repeats > 1:
                 result["repeat"] = {"index": repeat, "of": repeats}
+            result = transport.run_ended(result, last=repeat == repeats) or result
             if listener.on_result is not None:
                 result = listener.on_result(result)
             results[index].append(result)

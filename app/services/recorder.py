@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from app.core.cost import apply_cost
+from app.core.cost import TYPE_FROM_PROFILE, apply_cost
 from app.core.errors import ConnectError, NeuronBenchError
 from app.core.pricebook import PriceBook
 from app.core.results import failed_result
@@ -29,7 +29,7 @@ from remote_agent.protocol import RunSpec
 class RunRecorder:
     def __init__(self, store: RunStore, book: PriceBook | None, host: str, spec: RunSpec | dict[str, Any],
                  run_id: str, declared_type: str | None = None, declared_region: str | None = None,
-                 on_error: Callable[[str], None] | None = None) -> None:
+                 on_error: Callable[[str], None] | None = None, declared_from: str = TYPE_FROM_PROFILE) -> None:
         self.store = store
         self.book = book
         self.host = host
@@ -37,6 +37,7 @@ class RunRecorder:
         self.run_id = run_id
         self.declared_type = declared_type or None
         self.declared_region = declared_region or None
+        self.declared_from = declared_from  # the profile's type, or one declared after the run (re-attach)
         self.on_error = on_error
         self.failed: str | None = None
         self.env: dict[str, Any] | None = None
@@ -59,7 +60,7 @@ class RunRecorder:
         run = store.load(run_id)
         declared = run.declared or {}
         recorder = cls(store, book, run.host, run.spec or {}, run.run_id, declared.get("instance_type"),
-                       declared.get("region"), on_error)
+                       declared.get("region"), on_error, declared.get("source") or TYPE_FROM_PROFILE)
         recorder.started = True
         return recorder, store.resume_run(run.run_id)
 
@@ -94,7 +95,7 @@ class RunRecorder:
         if not result.get("env") and self.env:
             result["env"] = self.env  # a run that died still says what it ran on
         if self.book is not None:
-            apply_cost(result, self.book, self.declared_type, self.declared_region)
+            apply_cost(result, self.book, self.declared_type, self.declared_region, declared_from=self.declared_from)
         try:
             self.store.finish_run(self.run_id, result)
         except (sqlite3.Error, OSError) as exc:

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from app.core.results import failed_result
 from app.services.recorder import RunRecorder
 from app.services.session import Event, EventCallback, RunSession
 from app.services.transport import AgentProcess, Transport
@@ -37,7 +38,7 @@ def cancel_run(transport: Transport, run_id: str, timeout: float = CANCEL_TIMEOU
     return process.wait(timeout=timeout) == 0
 
 
-class _TappedTransport(Transport):
+class TappedTransport(Transport):
     """Hands every started agent process to ``on_start`` so that a detach can stop following it."""
 
     def __init__(self, inner: Transport, on_start: Callable[[AgentProcess], None]) -> None:
@@ -53,6 +54,12 @@ class _TappedTransport(Transport):
     def describe(self) -> str:
         return self.inner.describe()
 
+    def run_ended(self, result: dict | None, last: bool = True) -> dict | None:
+        return self.inner.run_ended(result, last)
+
+    def release(self) -> None:
+        self.inner.release()
+
 
 class ControlledRun:
     """One RunSession on a named thread, with cancel and detach.
@@ -62,12 +69,17 @@ class ControlledRun:
     when a cancel could not be delivered (the run then goes on).
     """
 
-    def __init__(self, transport: Transport, spec: RunSpec, *, on_event: EventCallback,
+    def __init__(self, transport: Transport | None, spec: RunSpec, *, on_event: EventCallback,
                  on_done: Callable[[dict[str, Any]], None], on_error: Callable[[BaseException], None],
                  on_detached: Callable[[str], None] | None = None,
                  on_warning: Callable[[str], None] | None = None, run_id: str | None = None,
-                 recorder: RunRecorder | None = None, attach_from: int | None = None) -> None:
-        self.transport = transport
+                 recorder: RunRecorder | None = None, attach_from: int | None = None,
+                 cluster: Any = None, held_events: list[Event] | None = None) -> None:
+        # A multi-node run (app.services.cluster_run.ClusterRun) is driven the same way: it has a host
+        # (its nodes' names), describe(), run()/attach(), cancel() and detach() of its own.
+        self.cluster = cluster
+        self.held_events = held_events
+        self.transport = transport if cluster is None else cluster
         self.spec = spec
         self.recorder = recorder
         self.attach_from = attach_from
@@ -86,9 +98,14 @@ class ControlledRun:
         # comes after, so a cancel is held back until then.
         self._ready = False
         self._cancel_thread: threading.Thread | None = None
-        self.session = RunSession(_TappedTransport(transport, self._started), spec, run_id=run_id,
-                                  on_event=self._event)
-        self._thread = threading.Thread(target=self._main, name=f"run-{transport.host}", daemon=True)
+        if cluster is None:
+            assert transport is not None
+            self.session: Any = RunSession(TappedTransport(transport, self._started), spec, run_id=run_id,
+                                           on_event=self._event)
+        else:
+            cluster.on_event = self._event
+            self.session = cluster
+        self._thread = threading.Thread(target=self._main, name=f"run-{self.transport.host}", daemon=True)
 
     @property
     def run_id(self) -> str:
@@ -114,9 +131,19 @@ class ControlledRun:
 
     # ------------------------------------------------------------ control
     def cancel(self) -> None:
-        """Ask the agent to stop the run (from any thread); the stream ends with status ``cancelled``."""
+        """Ask the agent to stop the run (from any thread); the stream ends with status ``cancelled``.
+
+        Before the run has started on its host (an EC2 instance still launching), the host
+        is released instead: the launch stops and the instance is terminated.
+        """
+        if self.cluster is not None:
+            self.cluster.cancel()  # it waits for each node to be ready for a cancel itself
+            return
         with self._lock:
             self._cancel_wanted = True
+            ready = self._ready
+        if not ready:
+            self.transport.release()
         self._cancel_if_due()
 
     def detach(self) -> None:
@@ -124,7 +151,9 @@ class ControlledRun:
         with self._lock:
             self._detached = True
             process = self._process
-        if process is not None:
+        if self.cluster is not None:
+            self.cluster.detach()
+        elif process is not None:
             process.kill()  # the local `agent run` follower, or the SSH channel: not the supervisor
 
     # ------------------------------------------------------------ thread side
@@ -167,7 +196,12 @@ class ControlledRun:
 
     def _main(self) -> None:
         try:
-            if self.attach_from is not None:
+            if self.cluster is not None and self.held_events is not None:
+                for event in self.held_events:
+                    self._on_event(event)  # the view redraws the whole run; the store already holds these
+                result = self.cluster.attach(self.held_events, (self.held_events[0] if self.held_events else {})
+                                             .get("rendezvous", ""))
+            elif self.attach_from is not None:
                 result = self.session.attach(from_seq=self.attach_from)
             else:
                 result = self.session.run()
@@ -180,10 +214,15 @@ class ControlledRun:
                 if self._on_detached is not None:
                     self._on_detached(self.run_id)
             else:
-                if self.recorder is not None:
-                    self.recorder.fail(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+                error = exc if isinstance(exc, Exception) else RuntimeError(repr(exc))
+                # A launched host (EC2) is terminated now, and the failed Result says what it was.
+                spec = self.spec.to_dict() if self.spec is not None else {}
+                failed = self.transport.run_ended(failed_result(self.host, spec, self.run_id, error))
+                if self.recorder is not None and failed is not None:
+                    self.recorder.finish(failed)
                 self._on_error(exc)
             return
+        result = self.transport.run_ended(result) or result
         if self.recorder is not None:
             result = self.recorder.finish(result)
         self._on_done(result)

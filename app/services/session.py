@@ -15,7 +15,7 @@ from typing import Any
 
 from app.core.errors import AgentError, ConnectError, ProtocolViolation
 from app.services.transport import AgentProcess, Transport
-from remote_agent.protocol import ProtocolError, RunSpec, SeqTracker, decode, new_run_id
+from remote_agent.protocol import NodePlacement, ProtocolError, RunSpec, SeqTracker, decode, new_run_id
 
 Event = dict[str, Any]
 EventCallback = Callable[[Event], None]
@@ -99,9 +99,10 @@ class RunSession:
 
     def __init__(self, transport: Transport, spec: RunSpec | None, run_id: str | None = None,
                  on_event: EventCallback | None = None, on_notice: Callable[[str], None] | None = None,
-                 reconnect_for_s: float = RECONNECT_FOR_S) -> None:
+                 reconnect_for_s: float = RECONNECT_FOR_S, placement: NodePlacement | None = None) -> None:
         self.transport = transport
         self.spec = spec
+        self.placement = placement  # this host's place in a multi-node run (None: a run of its own)
         self.run_id = run_id or new_run_id()
         self.on_event = on_event
         self.on_notice = on_notice
@@ -132,7 +133,10 @@ class RunSession:
 
     def _start_run(self) -> AgentProcess:
         assert self.spec is not None
-        return self.transport.start(["run", "--run-id", self.run_id], stdin=json.dumps(self.spec.to_dict()).encode())
+        request: dict[str, Any] = self.spec.to_dict()
+        if self.placement is not None:
+            request = {"spec": request, "node": self.placement.to_dict()}
+        return self.transport.start(["run", "--run-id", self.run_id], stdin=json.dumps(request).encode())
 
     def _deliver(self, event: Event) -> None:
         if event["type"] == "hello":

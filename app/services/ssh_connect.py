@@ -19,7 +19,7 @@ from pathlib import Path
 import paramiko
 
 from app.core.errors import AuthError, ConnectError
-from app.core.hosts import HostProfile, parse_jump_list
+from app.core.hosts import SSH_PORT, HostProfile, parse_jump_list
 from app.services.known_hosts import KnownHosts, known_hosts_name
 from app.services.ssh_prompts import SshPrompts
 
@@ -41,10 +41,23 @@ class Endpoint:
     port: int
     user: str
     identity_file: str = ""
+    # From ~/.ssh/config for a launched instance: reach it through this command (e.g. Session Manager)...
+    proxy_command: str = ""
+    # ...and file its host key under this name (the instance id) rather than an address that changes.
+    host_key_alias: str = ""
 
     @property
     def where(self) -> str:
-        return f"{self.label} ({known_hosts_name(self.hostname, self.port)})"
+        return f"{self.label} ({self.known_name})"
+
+    @property
+    def known_name(self) -> str:
+        return self.host_key_alias or known_hosts_name(self.hostname, self.port)
+
+    @property
+    def key_lookup(self) -> tuple[str, int]:
+        """(name, port) under which known_hosts holds this server's key."""
+        return (self.host_key_alias, SSH_PORT) if self.host_key_alias else (self.hostname, self.port)
 
 
 def endpoints_for(profile: HostProfile, profiles: dict[str, HostProfile] | None = None) -> list[Endpoint]:
@@ -162,6 +175,15 @@ def _tcp_connect(ep: Endpoint, timeout: float) -> socket.socket:
     raise ConnectError(f"cannot reach {ep.where}: {getattr(last, 'strerror', None) or last}")
 
 
+def _proxy_command(ep: Endpoint) -> paramiko.ProxyCommand:
+    """The ssh_config ``ProxyCommand`` of a launched instance, run as OpenSSH would (the user's own config)."""
+    try:
+        return paramiko.ProxyCommand(ep.proxy_command)
+    except (paramiko.SSHException, OSError) as exc:
+        raise ConnectError(f"cannot reach {ep.where}: its ProxyCommand in ~/.ssh/config did not start ({exc})") \
+            from None
+
+
 def _tunnel(via: paramiko.Transport, via_ep: Endpoint, ep: Endpoint, timeout: float) -> paramiko.Channel:
     try:
         return via.open_channel("direct-tcpip", (ep.hostname, ep.port), ("127.0.0.1", 0), timeout=timeout)
@@ -226,7 +248,7 @@ def _handshake(sock, ep: Endpoint, known_hosts: KnownHosts, prompts: SshPrompts,
     t = paramiko.Transport(sock)
     t.banner_timeout = timeout
     t.auth_timeout = AUTH_TIMEOUT_S
-    preferred = known_hosts.preferred_key_types(ep.hostname, ep.port)
+    preferred = known_hosts.preferred_key_types(*ep.key_lookup)
     if preferred:  # ask for a key type we hold, or a host with two keys looks "unknown"
         options = t.get_security_options()
         options.key_types = [k for k in preferred if k in options.key_types] + \
@@ -245,7 +267,7 @@ def _handshake(sock, ep: Endpoint, known_hosts: KnownHosts, prompts: SshPrompts,
                   if not t.remote_version else f"it did not finish within {timeout:g} s")
         raise ConnectError(f"{ep.where} accepted the connection but the SSH handshake failed: {reason}")
     try:
-        known_hosts.verify(ep.label, ep.hostname, ep.port, t.get_remote_server_key(), prompts)
+        known_hosts.verify(ep.label, *ep.key_lookup, t.get_remote_server_key(), prompts)
         _authenticate(t, ep, prompts, keyring)
     except BaseException:
         t.close()
@@ -260,7 +282,10 @@ def connect(chain: list[Endpoint], known_hosts: KnownHosts, prompts: SshPrompts,
     opened: list[paramiko.Transport] = []
     try:
         for index, ep in enumerate(chain):
-            sock = _tunnel(opened[-1], chain[index - 1], ep, timeout) if opened else _tcp_connect(ep, timeout)
+            if opened:
+                sock = _tunnel(opened[-1], chain[index - 1], ep, timeout)
+            else:
+                sock = _proxy_command(ep) if ep.proxy_command else _tcp_connect(ep, timeout)
             opened.append(_handshake(sock, ep, known_hosts, prompts, keyring, timeout))
     except BaseException:
         for t in reversed(opened):

@@ -24,7 +24,15 @@ from app.services.agent_bundle import AgentBundle, agent_argv, ensure_bundle
 from app.services.deploy import NEURON_VENV_GLOB, RemoteSetup, prepare_host
 from app.services.known_hosts import KnownHosts
 from app.services.remote_exec import EXIT_FILE_MISSING, open_command
-from app.services.ssh_connect import CONNECT_TIMEOUT_S, KeyRing, SshConnection, app_known_hosts, connect, endpoints_for
+from app.services.ssh_connect import (
+    CONNECT_TIMEOUT_S,
+    Endpoint,
+    KeyRing,
+    SshConnection,
+    app_known_hosts,
+    connect,
+    endpoints_for,
+)
 from app.services.ssh_prompts import NoPrompts, SshPrompts
 from app.services.transport import AgentProcess, StderrTail, Transport
 
@@ -91,7 +99,8 @@ class SshTransport(Transport):
     def __init__(self, profile: HostProfile, paths: AppPaths, prompts: SshPrompts | None = None,
                  profiles: dict[str, HostProfile] | None = None, keyring: KeyRing | None = None,
                  known_hosts: KnownHosts | None = None, venv_glob: str = NEURON_VENV_GLOB,
-                 connect_timeout: float = CONNECT_TIMEOUT_S, on_progress=None) -> None:
+                 connect_timeout: float = CONNECT_TIMEOUT_S, on_progress=None,
+                 endpoints: list[Endpoint] | None = None) -> None:
         self.profile = profile
         self.host = profile.name
         self.paths = paths
@@ -102,6 +111,7 @@ class SshTransport(Transport):
         self.venv_glob = venv_glob
         self.connect_timeout = connect_timeout
         self.on_progress = on_progress
+        self.endpoints = endpoints  # given for a launched instance (from ~/.ssh/config); else from the profile
         self._conn: SshConnection | None = None
         self._setup: RemoteSetup | None = None
         self._verified = False  # the setup was checked on the host by this transport
@@ -121,8 +131,8 @@ class SshTransport(Transport):
                 self._conn.close()
                 self._conn = None
             if self._conn is None:
-                self._conn = connect(endpoints_for(self.profile, self.profiles), self.known_hosts, self.prompts,
-                                     self.keyring, self.connect_timeout)
+                chain = self.endpoints or endpoints_for(self.profile, self.profiles)
+                self._conn = connect(chain, self.known_hosts, self.prompts, self.keyring, self.connect_timeout)
             return self._conn
 
     def setup(self, fresh: bool = False) -> RemoteSetup:
@@ -151,7 +161,8 @@ class SshTransport(Transport):
 
     def _remembered(self) -> RemoteSetup | None:
         try:
-            return RemoteSetup(**{**json.loads(self._memory_file().read_text()), "uploaded": False})
+            return RemoteSetup(**{**json.loads(self._memory_file().read_text()), "uploaded": False,
+                                  "upload_via": ""})
         except (OSError, ValueError, TypeError):
             return None
 

@@ -269,17 +269,21 @@ class RunStore:
                 return False
             db.execute("UPDATE runs SET updated_at = ?, started_at = COALESCE(started_at, ?) WHERE run_id = ?",
                        (time.time(), t, run_id))
-            if kind == "probe":
+            # A multi-node run's stream carries every node's events (``node`` > 0 for the others): the
+            # run's environment and its telemetry rows are node 0's; the other nodes' stay in the events
+            # and in the Result's per-node blocks.
+            other_node = bool(event.get("node"))
+            if kind == "probe" and not other_node:
                 env = event.get("env") or {}
                 db.execute("UPDATE runs SET env_json = ?, instance_type = COALESCE(?, instance_type) "
                            "WHERE run_id = ?", (_dumps(env), env.get("instance_type"), run_id))
-            elif kind == "result":
+            elif kind == "result" and "node" not in event:  # a node's own Result is not the run's
                 db.execute("UPDATE runs SET result_json = COALESCE(result_json, ?) WHERE run_id = ?",
                            (_dumps(event.get("result")), run_id))
             elif kind == "end":
                 db.execute("UPDATE runs SET status = ?, ended_at = ? WHERE run_id = ?",
                            (event.get("status"), t, run_id))
-            elif kind == "sample":
+            elif kind == "sample" and not other_node:
                 row = self._bucketer(db, run_id, event).feed(event)
                 db.execute("INSERT OR REPLACE INTO telemetry (run_id, t, body) VALUES (?, ?, ?)",
                            (run_id, row["t"], _dumps(row)))
@@ -295,7 +299,9 @@ class RunStore:
             start = bucket_start(float(event.get("t") or 0.0), self.bucket_s)
             for (body,) in db.execute("SELECT body FROM events WHERE run_id = ? AND type = 'sample' AND t >= ? "
                                       "AND seq < ? ORDER BY seq", (run_id, start, event["seq"])):
-                bucketer.feed(json.loads(body))
+                sample = json.loads(body)
+                if not sample.get("node"):
+                    bucketer.feed(sample)
             with self._guard:
                 self._bucketers[run_id] = bucketer
         return bucketer
@@ -312,6 +318,20 @@ class RunStore:
         finally:
             self._release(run_id)
 
+    def declare_instance(self, run_id: str, declared: dict[str, Any], result: dict[str, Any] | None) -> None:
+        """Keep an instance type declared after the run (``declared``), and the Result it re-priced, if any.
+
+        A run some process is recording now is refused: its recorder would price its
+        Result with the type it started with and overwrite this one.
+        """
+        self._require(run_id)
+        if self.is_recording(run_id):
+            raise StoreError(f"run {run_id} is being recorded now: declare its instance type once it has ended")
+        with self._write() as db:
+            db.execute("UPDATE runs SET declared_json = ?, instance_type = ?, result_json = COALESCE(?, result_json), "
+                       "updated_at = ? WHERE run_id = ?",
+                       (_dumps(declared), declared.get("instance_type"), _dumps(result), time.time(), run_id))
+
     def abandon_run(self, run_id: str) -> None:
         """Stop recording without an end (the app is closing mid-run): the run reads as unfinished."""
         with self._write() as db:
@@ -320,7 +340,7 @@ class RunStore:
 
     def rebuild_telemetry(self, run_id: str) -> int:
         """Recompute a run's telemetry rows from its stored sample events; returns the row count."""
-        rows = downsample(self.events(run_id, types=("sample",)), self.bucket_s)
+        rows = downsample((e for e in self.events(run_id, types=("sample",)) if not e.get("node")), self.bucket_s)
         with self._write() as db:
             db.execute("DELETE FROM telemetry WHERE run_id = ?", (run_id,))
             db.executemany("INSERT INTO telemetry (run_id, t, body) VALUES (?, ?, ?)",

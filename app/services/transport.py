@@ -106,6 +106,16 @@ class Transport:
     def close(self) -> None:
         """Release connections (nothing to do for a local subprocess)."""
 
+    def run_ended(self, result: dict | None, last: bool = True) -> dict | None:
+        """A run on this host ended (``last``: the host's last one); returns its Result, amended if need be.
+
+        A host launched for the run (EC2) is terminated after its last run and adds what it was to the Result.
+        """
+        return result
+
+    def release(self) -> None:
+        """Give the host back (terminate a launched instance); hosts that were already there have nothing to do."""
+
 
 class LocalAgentProcess(AgentProcess):
     def __init__(self, popen: subprocess.Popen) -> None:

@@ -1,7 +1,6 @@
 """Starting the desktop app: the QApplication, high-DPI and palette setup, the main window."""
 from __future__ import annotations
 
-import os
 import sys
 import threading
 
@@ -12,7 +11,10 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app.core.errors import NeuronBenchError
 from app.paths import AppPaths, resources_dir
+from app.ui.qt_platform import display_problem, start_application
 from app.ui.settings import APPLICATION, ORGANIZATION, AppSettings, user_settings
+
+__all__ = ["display_problem", "make_application", "run_gui"]
 
 ICON_NAME = "neuronbench"
 
@@ -47,20 +49,12 @@ def make_application(argv: list[str] | None = None) -> QApplication:
     return application
 
 
-def display_problem() -> str | None:
-    """Why no window can open here (a headless machine), as a sentence; None when one can."""
-    if sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM"):
-        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-            return ("no display to open the desktop app on (DISPLAY and WAYLAND_DISPLAY are unset): use the CLI "
-                    "(neuronbench --help), or run it where a desktop session is")
-    return None
-
-
 def run_gui(data_dir: str | None = None) -> int:
     """Open the main window and run until it closes; returns the exit status."""
     from app.ui.main_window import MainWindow
 
-    application = make_application()
+    # A platform plugin that cannot start (no display, X11 libraries missing) ends here with one sentence.
+    application = start_application(make_application)
     try:
         window = MainWindow(AppPaths.resolve(data_dir), AppSettings(user_settings()))
     except NeuronBenchError as exc:  # e.g. a damaged run store: say so in a dialog, not only on a terminal

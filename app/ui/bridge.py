@@ -16,6 +16,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 
+from app.services.cluster_run import ClusterRun
 from app.services.recorder import RunRecorder
 from app.services.run_control import ControlledRun
 from app.services.transport import Transport
@@ -33,16 +34,19 @@ class RunJob(QObject):
     failed = Signal(object)     # the exception (a NeuronBenchError carries the sentence and detail)
     detached = Signal(str)      # the run id, when the app stopped following a run that goes on
     warning = Signal(str)       # e.g. a cancel that could not be delivered
+    stage = Signal(str, str)    # a launched host's progress (stage, sentence): pending, running, SSH up, deployed
 
-    def __init__(self, transport: Transport, spec: RunSpec, parent: QObject | None = None, *,
+    def __init__(self, transport: Transport | None, spec: RunSpec, parent: QObject | None = None, *,
                  run_id: str | None = None, recorder: RunRecorder | None = None,
-                 attach_from: int | None = None) -> None:
+                 attach_from: int | None = None, cluster: ClusterRun | None = None,
+                 held_events: list[dict[str, Any]] | None = None) -> None:
         super().__init__(parent)
         self.control = ControlledRun(transport, spec, on_event=self.event.emit, on_done=self.done.emit,
                                      on_error=self.failed.emit, on_detached=self.detached.emit,
                                      on_warning=self.warning.emit, run_id=run_id, recorder=recorder,
-                                     attach_from=attach_from)
-        self.attached = attach_from is not None
+                                     attach_from=attach_from, cluster=cluster, held_events=held_events)
+        self.attached = attach_from is not None or held_events is not None
+        self.cluster = cluster
 
     @property
     def host(self) -> str:
@@ -106,6 +110,15 @@ class Bridge(QObject):
         """
         self._prune()
         job = RunJob(transport, spec, self, run_id=run_id, recorder=recorder, attach_from=attach_from)
+        self._jobs.append(job)
+        return job
+
+    def start_cluster(self, cluster: ClusterRun, spec: RunSpec, *, recorder: RunRecorder | None = None,
+                      held_events: list[dict[str, Any]] | None = None) -> RunJob:
+        """A RunJob for one training run across several hosts (``held_events``: re-attach to one)."""
+        self._prune()
+        job = RunJob(None, spec, self, run_id=cluster.run_id, recorder=recorder, cluster=cluster,
+                     held_events=held_events)
         self._jobs.append(job)
         return job
 

@@ -15,6 +15,7 @@ from app.core.hosts import LOCAL, HostProfile
 from app.core.pricebook import Price, PriceBook
 from app.paths import AppPaths
 from app.services import host_access
+from app.services.ec2.lease import Ec2RunOptions
 from app.services.hosts_store import HostsStore
 from app.services.pricing import load_pricebook
 from app.services.ssh_prompts import NoPrompts, SshPrompts
@@ -26,8 +27,11 @@ class HostProvider(Protocol):
         """Every host, "This computer" (``LOCAL``) first."""
         ...
 
-    def transport_for(self, host: HostProfile) -> Transport:
-        """A new transport to ``host`` (connecting happens in ``start``, on a worker thread)."""
+    def transport_for(self, host: HostProfile, ec2_options: Ec2RunOptions | None = None) -> Transport:
+        """A new transport to ``host`` (connecting happens in ``start``, on a worker thread).
+
+        An --ec2 host needs ``ec2_options`` (the run's dead-man switch): it is launched on first use.
+        """
         ...
 
     def price(self, host: HostProfile, instance_type: str | None, region: str | None = None) -> Price | None:
@@ -44,7 +48,7 @@ class LocalHostProvider:
     def hosts(self) -> list[HostProfile]:
         return [LOCAL]
 
-    def transport_for(self, host: HostProfile) -> Transport:
+    def transport_for(self, host: HostProfile, ec2_options: Ec2RunOptions | None = None) -> Transport:
         if not host.local:
             raise ValueError(f"{host.name} is not this computer")
         return LocalTransport(self.paths, python=host.python or None, host=host.name)
@@ -66,8 +70,9 @@ class StoreHostProvider:
     def hosts(self) -> list[HostProfile]:
         return self.store.list()
 
-    def transport_for(self, host: HostProfile) -> Transport:
-        return host_access.transport_for_profile(host, self.paths, self.prompts, self.store)
+    def transport_for(self, host: HostProfile, ec2_options: Ec2RunOptions | None = None) -> Transport:
+        return host_access.transport_for_profile(host, self.paths, self.prompts, self.store,
+                                                 ec2_options=ec2_options)
 
     def book(self) -> PriceBook | None:
         """The price book, read once (a damaged user price file leaves prices out, and says why)."""

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from app.core.errors import HostKeyError, NeuronBenchError
 from app.core.hosts import HostProfile
 from app.core.pricebook import PriceBook
+from app.services.ec2.inventory import owned_in_saved_regions, terminate_owned
 from app.services.host_access import check_host, import_ssh_config
 from app.services.session import probe_host
 from app.ui.bridge import Bridge
@@ -35,6 +36,7 @@ from app.ui.dialogs.ssh_questions import changed_host_key_box
 from app.ui.host_provider import HostProvider
 from app.ui.widgets.error_panel import ErrorPanel, describe_exception
 from app.ui.widgets.hosts_sidebar import NAME_ROLE, HostsSidebar
+from app.ui.widgets.owned_instances import OwnedInstances
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ def test_host(provider: HostProvider, profile: HostProfile, say) -> dict[str, An
 class HostsPanel(QWidget):
     checked_changed = Signal()     # ticks changed, or the current host did (buttons to update)
     status = Signal(str)           # a sentence for the window's status bar
+    probed = Signal(str)           # a host's probe came back (its row holds the env)
 
     def __init__(self, provider: HostProvider, bridge: Bridge, errors: ErrorPanel,
                  price_book: Callable[[], PriceBook | None], parent: QWidget | None = None) -> None:
@@ -78,6 +81,9 @@ class HostsPanel(QWidget):
         self.editor: HostEditor | None = None
         self.remove_question: QMessageBox | None = None
         self.refusal: QMessageBox | None = None  # the changed-host-key screen, while shown
+        self.terminate_question: QMessageBox | None = None
+        self.paths = getattr(provider, "paths", None)  # None: no saved hosts, so no EC2 instances to list
+        self.owned = OwnedInstances()
 
         self.sidebar = HostsSidebar()
         self.sidebar.setMinimumHeight(70)
@@ -102,6 +108,7 @@ class HostsPanel(QWidget):
         layout.addLayout(head)
         layout.addWidget(self.sidebar)
         layout.addLayout(tools)
+        layout.addWidget(self.owned)
 
         self.probe_button.clicked.connect(self.probe_hosts)
         self.add_button.clicked.connect(self.add_host)
@@ -112,6 +119,7 @@ class HostsPanel(QWidget):
         self.sidebar.checked_changed.connect(self.checked_changed)
         self.sidebar.currentItemChanged.connect(self._update_buttons)
         self.sidebar.currentItemChanged.connect(self.checked_changed)
+        self.owned.terminate_requested.connect(self.ask_terminate)
 
     @property
     def editable(self) -> bool:
@@ -140,6 +148,59 @@ class HostsPanel(QWidget):
         row = self.sidebar.rows.get(item.data(NAME_ROLE)) if item is not None else None
         return row.profile if row is not None else None
 
+    # ------------------------------------------------------------ EC2 instances NeuronBench owns
+    @Slot()
+    def list_owned_instances(self) -> None:
+        """Ask AWS (on a worker thread) for this user's instances; quietly nothing without credentials."""
+        if self.paths is None or self.store is None or not any(p.ec2 for p in self.provider.hosts()):
+            self.owned.show_instances([])
+            return
+        self.bridge.call("ec2-owned", owned_in_saved_regions, self.paths, on_done=self._on_owned,
+                         on_failed=self._on_owned_failed)
+
+    @Slot(object)
+    def _on_owned(self, instances: list) -> None:
+        self.owned.show_instances(instances)
+        if instances:
+            self.status.emit(f"{len(instances)} EC2 instance(s) launched by NeuronBench are running: see Hosts")
+
+    @Slot(object)
+    def _on_owned_failed(self, exc: BaseException) -> None:
+        self.owned.hide()  # no boto3, no credentials, no network: someone not using EC2 hears nothing
+        self.owned.setToolTip(describe_exception(exc)[0])
+
+    @Slot(list)
+    def ask_terminate(self, chosen: list) -> None:
+        if self.terminate_question is not None or not chosen:
+            return
+        box = QMessageBox(QMessageBox.Icon.Warning, "Terminate EC2 instances?",
+                          f"Terminate {', '.join(o.instance_id for o in chosen)}?", parent=self)
+        box.setObjectName("terminate-confirm")
+        box.setInformativeText("Whatever is on them is lost; runs on them end.")
+        yes = box.addButton("Terminate", QMessageBox.ButtonRole.DestructiveRole)
+        yes.setObjectName("terminate-yes")
+        box.setDefaultButton(box.addButton(QMessageBox.StandardButton.Cancel))
+        self.terminate_question = box
+
+        def answered(_code: int) -> None:
+            self.terminate_question = None
+            if box.clickedButton() is yes:
+                self.bridge.call("ec2-terminate", terminate_owned, chosen, self.paths,
+                                 on_done=self._on_terminated, on_failed=self._on_terminate_failed)
+
+        box.finished.connect(answered)
+        box.open()
+
+    @Slot(object)
+    def _on_terminated(self, ids: list) -> None:
+        self.status.emit(f"terminated {', '.join(ids)}")
+        self.list_owned_instances()
+
+    @Slot(object)
+    def _on_terminate_failed(self, exc: BaseException) -> None:
+        self.errors.show_exception("Terminating EC2 instances", exc)
+        self.list_owned_instances()
+
     # ------------------------------------------------------------ probing and prices
     @Slot()
     def probe_hosts(self) -> None:
@@ -148,8 +209,8 @@ class HostsPanel(QWidget):
 
     def probe_host(self, name: str) -> None:
         row = self.sidebar.rows.get(name)
-        if row is None or row.status == "probing":
-            return
+        if row is None or row.status == "probing" or row.profile.ec2 is not None:
+            return  # an --ec2 host has nothing to probe until a run launches it
         self.sidebar.update_row(name, status="probing", problem="")
         self.bridge.call(f"probe-{name}", probe_for_sidebar, self.provider, row.profile, on_done=self._on_probed)
 
@@ -169,6 +230,12 @@ class HostsPanel(QWidget):
                                     env.get("region"))
         self.sidebar.update_row(outcome.name, status="ok", env=env, price=price,
                                 problem="; ".join(env.get("warnings") or []))
+        self.probed.emit(outcome.name)
+
+    def checked_envs(self) -> dict[str, dict[str, Any]]:
+        """The probes of the ticked hosts that have answered, by the title a person knows them by."""
+        rows = [self.sidebar.rows[p.name] for p in self.sidebar.checked() if p.name in self.sidebar.rows]
+        return {row.title: row.env for row in rows if row.env}
 
     def reprice(self) -> None:
         """Price every host again: a declared type before any probe, else the probed one (prices may change)."""

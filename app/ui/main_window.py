@@ -8,6 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import QByteArray, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QCheckBox,
     QHBoxLayout,
     QLabel,
     QMainWindow,
@@ -21,15 +22,19 @@ from PySide6.QtWidgets import (
 )
 
 import app
+from app.core.ec2_cost import LaunchPlan, plan_launch
 from app.core.errors import NeuronBenchError
 from app.core.hosts import HostProfile
 from app.paths import AppPaths
+from app.services.ec2.lease import Ec2RunOptions, Ec2Transport
 from app.services.model_catalog import ModelCatalog, load_model_catalog
 from app.services.pricing import load_pricebook
 from app.services.recorder import RunRecorder, open_recording
 from app.services.store import StoreError
 from app.services.transport import local_python
 from app.ui.bridge import Bridge, RunJob
+from app.ui.cluster_runs import ClusterRunsMixin
+from app.ui.dialogs.launch_confirm import launch_accepted, launch_question
 from app.ui.dialogs.price_dialog import PriceOverrideDialog
 from app.ui.dialogs.ssh_questions import DialogPrompts
 from app.ui.host_provider import HostProvider, StoreHostProvider
@@ -49,12 +54,12 @@ def model_catalog(cache_dir) -> ModelCatalog:
     return load_model_catalog(local_python(), cache_dir)
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ClusterRunsMixin, QMainWindow):
     run_recorded = Signal()        # a run ended and its Result is in the store (the history refreshes)
     store_problem = Signal(str)    # a recorder could not write (from a run's thread)
 
     def __init__(self, paths: AppPaths, settings: AppSettings, provider: HostProvider | None = None, *,
-                 probe_hosts: bool = True, load_models: bool = True) -> None:
+                 probe_hosts: bool = True, load_models: bool = True, list_instances: bool = True) -> None:
         super().__init__()
         self.paths = paths
         self.settings = settings
@@ -63,6 +68,7 @@ class MainWindow(QMainWindow):
         self.provider: HostProvider = provider or StoreHostProvider(paths, self.prompts)
         self._close_confirmed = False
         self.close_question: QMessageBox | None = None
+        self.launch_question: QMessageBox | None = None  # "N instances, about $X at most": launch?
 
         self.setWindowTitle("NeuronBench")
         self.setObjectName("main-window")
@@ -77,6 +83,9 @@ class MainWindow(QMainWindow):
         self.hosts = HostsPanel(self.provider, self.bridge, self.errors, lambda: self.book)
         self.sidebar = self.hosts.sidebar
         self.workload = WorkloadPanel()
+        self.distributed = QCheckBox("One distributed run across the ticked hosts")
+        self.distributed.setToolTip("train once across every ticked host (torchrun on each node, the first one's "
+                                    "rank 0) instead of one run per host (CLI: run --nodes H1,H2,...)")
         self.run_button = QPushButton("Run on the selected hosts")
         self.run_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
@@ -90,6 +99,7 @@ class MainWindow(QMainWindow):
         left_layout.addWidget(_heading("Workload"))
         left_layout.addWidget(self.workload)
         left_layout.addStretch(1)
+        left_layout.addWidget(self.distributed)
         left_layout.addLayout(buttons)
         left_scroll = QScrollArea()
         left_scroll.setWidgetResizable(True)
@@ -126,11 +136,14 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.status_label, 1)
 
         self._make_actions()
+        self.hosts.checked_changed.connect(self._update_host_fit)
+        self.hosts.probed.connect(self._update_host_fit)
         self.hosts.checked_changed.connect(self._update_actions)
         self.hosts.status.connect(self.status_label.setText)
         self.workload.validity_changed.connect(self._update_actions)
         self.workload.edited.connect(self._update_actions)
         self.run_button.clicked.connect(self.start_runs)
+        self.distributed.toggled.connect(self._update_actions)
         self.cancel_button.clicked.connect(self.cancel_runs)
         self.runs.error_raised.connect(self.errors.show_error)
         self.runs.run_finished.connect(self._on_run_finished)
@@ -140,6 +153,7 @@ class MainWindow(QMainWindow):
         self.history.compare_requested.connect(self.show_comparison)
         self.history.reattach_requested.connect(lambda run_id, _host: self.reattach(run_id))
         self.history.rerun_requested.connect(self.rerun)
+        self.history.runs_priced.connect(self._runs_priced)
         self.run_recorded.connect(self.history.refresh)
 
         self.hosts.show_hosts(settings.checked_hosts())
@@ -147,6 +161,8 @@ class MainWindow(QMainWindow):
         self._update_actions()
         self.status_label.setText("Ready")
         self.offer_reattach()
+        if list_instances:
+            self.hosts.list_owned_instances()  # EC2 instances left running, listed from a worker thread
         if probe_hosts:
             self.hosts.probe_hosts()
         if load_models:
@@ -207,6 +223,11 @@ class MainWindow(QMainWindow):
                           f"NeuronBench {app.__version__}\n\nBenchmark the same training or traced-inference "
                           "workload on Trainium, Inferentia, GPU and CPU hosts, and compare speed and cost.")
 
+    def _update_host_fit(self) -> None:
+        """Check the form against what the ticked hosts have (e.g. --nproc against their GPUs)."""
+        self.workload.set_host_envs(self.hosts.checked_envs())
+        self._update_actions()
+
     def _update_actions(self) -> None:
         hosts = self.sidebar.checked()
         busy = bool(self.runs.active_views())
@@ -217,8 +238,12 @@ class MainWindow(QMainWindow):
         self.cancel_button.setEnabled(busy)
         self.hosts.set_busy(busy)
         self.add_host_action.setEnabled(self.hosts.editable)
+        distributable = len(hosts) > 1 and self.workload.current_workload() == "train"
+        self.distributed.setVisible(distributable)
         if not hosts:
             self.run_button.setText("Tick a host to run on")
+        elif distributable and self.distributed.isChecked():
+            self.run_button.setText(f"Run one training across the {len(hosts)} hosts")
         elif len(hosts) == 1:
             self.run_button.setText("Run on " + ("this computer" if hosts[0].local else hosts[0].name))
         else:
@@ -227,23 +252,53 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ runs
     @Slot()
     def start_runs(self) -> list[LiveRunView]:
+        """Run on the ticked hosts; when some are launched on EC2, ask first (``launch_question``)."""
         spec = self.workload.spec()
         hosts = self.sidebar.checked()
-        if spec is None or not hosts or self.runs.active_views():
+        if spec is None or not hosts or self.runs.active_views() or self.launch_question is not None:
             return []
+        plans = self._launch_plans(hosts, spec)
+        if plans:
+            self.launch_question = launch_question(self, list(plans.values()))
+            self.launch_question.finished.connect(lambda _code: self._launch_answered(spec, hosts, plans))
+            self.launch_question.open()
+            return []
+        return self._start(spec, hosts, {})
+
+    def _launch_plans(self, hosts: list[HostProfile], spec: RunSpec) -> dict[str, LaunchPlan]:
+        book = self.provider.book() if hasattr(self.provider, "book") else None
+        return {h.name: plan_launch(h.name, h.ec2, spec.to_dict(), 1,
+                                    book.price(h.ec2.instance_type, h.ec2.region, h.ec2.market).usd_per_hour
+                                    if book else None)
+                for h in hosts if h.ec2 is not None}
+
+    def _launch_answered(self, spec: RunSpec, hosts: list[HostProfile], plans: dict[str, LaunchPlan]) -> None:
+        box, self.launch_question = self.launch_question, None
+        if box is None or not launch_accepted(box):
+            self.status_label.setText("Nothing launched")
+            return
+        self._start(spec, hosts, plans)
+
+    def _start(self, spec: RunSpec, hosts: list[HostProfile], plans: dict[str, LaunchPlan]) -> list[LiveRunView]:
         self.runs.clear()
         self.errors.clear()
+        if len(hosts) > 1 and spec.workload == "train" and self.distributed.isChecked():
+            return self._start_cluster(spec, hosts)
         views = []
         for host in hosts:
             title = "This computer" if host.local else host.name
+            plan = plans.get(host.name)
             try:
-                transport = self.provider.transport_for(host)
+                transport = self.provider.transport_for(host, Ec2RunOptions(plan.max_minutes)) if plan else \
+                    self.provider.transport_for(host)
             except (NeuronBenchError, ValueError) as exc:
                 self.errors.show_exception(f"{title}: cannot start a run", exc)
                 continue
             run_id = new_run_id()
             recorder = self._recorder_for(host, spec, run_id)
             job = self.bridge.start_run(transport, spec, run_id=run_id, recorder=recorder)
+            if isinstance(transport, Ec2Transport):
+                transport.options.on_stage = job.stage.emit  # launch progress into the live view
             views.append(self._show_job(job, title))
             job.start()
         self.settings.set_workload(self.workload.form_values())
@@ -258,10 +313,11 @@ class MainWindow(QMainWindow):
             view.cancel()
         self.status_label.setText("Cancelling…")
 
-    def _recorder_for(self, host: HostProfile, spec: RunSpec, run_id: str) -> RunRecorder | None:
+    def _recorder_for(self, host: HostProfile, spec: RunSpec, run_id: str,
+                      host_name: str | None = None) -> RunRecorder | None:
         """Start the run's row in the store (a store failure costs the history, never the run)."""
         try:
-            return RunRecorder.start(self.store, self.book, host.name, spec, run_id,
+            return RunRecorder.start(self.store, self.book, host_name or host.name, spec, run_id,
                                      declared_type=host.instance_type, declared_region=host.region,
                                      on_error=self.store_problem.emit)
         except (NeuronBenchError, OSError) as exc:
@@ -282,6 +338,7 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_recorded(self, _result: object) -> None:
         self.run_recorded.emit()
+        self.hosts.list_owned_instances()
 
     def _on_run_finished(self, view: LiveRunView) -> None:
         left = self.runs.active_views()
@@ -347,6 +404,12 @@ class MainWindow(QMainWindow):
             self.compare.recompute()
         self.status_label.setText("Price saved: runs, hosts and comparisons now use it")
 
+    @Slot(list)
+    def _runs_priced(self, run_ids: list[str]) -> None:
+        """Runs got an instance type after the fact: a comparison showing them prices them again."""
+        if set(run_ids) & set(self.compare.run_ids):
+            self.compare.recompute()
+
     def _reload_prices(self) -> None:
         reload_provider = getattr(self.provider, "reload_prices", None)
         if reload_provider is not None:
@@ -381,6 +444,9 @@ class MainWindow(QMainWindow):
             self.errors.show_exception("Re-attach", exc)
             return None
         title = "This computer" if stored.host == "local" else stored.host
+        held = list(self.store.events(run_id))
+        if held and held[0].get("type") == "hello" and isinstance(held[0].get("nodes"), list):
+            return self._reattach_cluster(stored, held)
         host = next((h for h in self.provider.hosts() if h.name == stored.host), None)
         if host is None:
             self.errors.show_error(f"{title}: cannot re-attach run {run_id}",

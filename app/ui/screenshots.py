@@ -5,7 +5,8 @@ computer (the test ViT on the cpu backend, seconds each), started from the Run
 button, with the CPU and memory telemetry their monitor streams.  This computer
 has no NeuronCore, so the NeuronCore telemetry view replays a recorded run with
 neuron-monitor samples from ``tests/data/runs`` (its title says so).  History and
-comparison show real tiny runs recorded in the scratch store; the host views show
+comparison show real tiny runs recorded in the scratch store, and the "Declare
+instance type" dialog a real run whose host reported none; the host views show
 example hosts and dialogs (no connection is made).  Nothing touches the user's
 settings or data: both live in a temporary folder unless ``--data-dir`` says.
 """
@@ -27,17 +28,20 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QStyleFactory, QWidget
 
+from app.core.ec2_launch import Ec2Launch
 from app.core.hosts import HostProfile
 from app.core.presets import TINY_VIT_ARGS
 from app.paths import AppPaths
+from app.services.ec2.inventory import OwnedInstance
 from app.services.hosts_store import HostsStore
 from app.services.pricing import load_pricebook
 from app.services.recorder import run_recorded
 from app.services.replay import ReplayTransport, live_stream, read_events, virtual_clock
 from app.services.store import RunStore
-from app.services.transport import LocalTransport
+from app.services.transport import LocalTransport, Transport
 from app.ui.app import make_application
-from app.ui.bridge import Bridge
+from app.ui.bridge import Bridge, RunJob
+from app.ui.dialogs.launch_confirm import launch_question
 from app.ui.dialogs.ssh_questions import HostKeyDialog, changed_host_key_box
 from app.ui.main_window import MainWindow
 from app.ui.settings import AppSettings
@@ -48,6 +52,16 @@ from remote_agent.protocol import RunSpec
 RUNS_DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runs"
 WINDOW_SIZE = (1440, 900)
 TINY_MODEL_ARGS = " ".join(f"{k}={v}" for k, v in TINY_VIT_ARGS.items())
+
+
+class _NeverStarted(Transport):
+    """The transport of a run shown while its instance launches: the screenshot never starts it."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+
+    def describe(self) -> str:
+        return "i-0f3c9a7e51b2d4c68 (trn1.2xlarge in us-east-1)"
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
@@ -134,6 +148,7 @@ class Shots:
         self._stored: list[str] | None = None
 
     def window(self, **kwargs) -> MainWindow:
+        kwargs.setdefault("list_instances", False)  # screenshots never ask AWS about the user's instances
         return new_window(self.paths, self.settings_file, **kwargs)
 
     def save(self, window: MainWindow, name: str) -> None:
@@ -298,6 +313,84 @@ class Shots:
         save(refusal, self.out, "14-changed-host-key.png", self.saved)
         refusal.close()
         window.close()
+
+    def shot_15_ec2(self) -> None:
+        """An --ec2 host, the editor's "Launch on EC2", the launch question, launch progress, owned instances.
+
+        Example instances and launch stages: no AWS call is made.
+        """
+        store = HostsStore(self.paths.config)
+        profile = HostProfile(name="trn1-spot", identity_file="~/.ssh/bench.pem", instance_type="trn1.2xlarge",
+                              region="us-east-1", ec2=Ec2Launch("trn1.2xlarge", "us-east-1", "bench-key", spot=True,
+                                                                max_minutes=90))
+        if store.find(profile.name) is None:
+            store.add(profile)
+        window = self.window(probe_hosts=False, load_models=False)
+        now = time.time()
+        window.hosts.owned.show_instances([
+            OwnedInstance("i-0f3c9a7e51b2d4c68", "us-east-1", "trn1.2xlarge", "running", now - 47 * 60, "spot",
+                          "20261122-050817-75f809", "trn1-spot", "", 90, held=True, usd_per_hour=0.2198,
+                          usd_so_far=0.2198 * 47 / 60),
+            OwnedInstance("i-07d1e2b3c4a5f6789", "us-east-1", "g5.xlarge", "running", now - 3 * 3600 - 5 * 60,
+                          "on_demand", "20261121-220412-1a2b3c", "g5", "", 75, usd_per_hour=1.006,
+                          usd_so_far=1.006 * 3.08)], now)
+        for name in window.sidebar.rows:
+            window.sidebar.set_checked(name, name == profile.name)
+        window.sidebar.setCurrentRow(list(window.sidebar.rows).index(profile.name))
+        fill_tiny(window, "train")
+        job = RunJob(_NeverStarted(profile.name), window.workload.spec(), window.bridge)
+        view = window._show_job(job, profile.name)
+        for stage, sentence in (
+                ("launching", "launching trn1.2xlarge in us-east-1 (spot), terminated after the run or at the "
+                              "latest 90 min after boot"),
+                ("pending", "i-0f3c9a7e51b2d4c68 pending (image ami-0a1b2c3d4e5f67890)"),
+                ("running", "i-0f3c9a7e51b2d4c68 running"),
+                ("ssh up", "SSH to i-0f3c9a7e51b2d4c68 is up, host key "
+                           "SHA256:u4WU3Vgb0R3cQf6hbJQ+JgW2WCPcvHrLPnXbE3dl1lo matches its console")):
+            view.on_stage(stage, sentence)
+        view.refresh()
+        settle()
+        self.save(window, "15-ec2-hosts.png")
+        editor = window.hosts.edit_host()
+        wait_until(editor.isVisible, 10, "the host editor")
+        save(editor, self.out, "16-ec2-host-editor.png", self.saved)
+        editor.reject()
+        plans = window._launch_plans([profile], window.workload.spec())
+        box = launch_question(window, list(plans.values()))
+        box.show()
+        settle()
+        save(box, self.out, "17-launch-confirm.png", self.saved)
+        box.close()
+        window.runs.clear()
+        window.close()
+
+    def shot_18_declare_instance_type(self) -> None:
+        """History's "Declare instance type…" for a real run on a host that reported none: valid, then a typo."""
+        book = load_pricebook(self.paths)
+        spec = RunSpec(workload="train", batch_sizes=(8,), steps=20, warmup=5, model="vit_tiny_patch16_224",
+                       model_args=dict(TINY_VIT_ARGS), backend="cpu", workers=0)
+        with RunStore(self.paths.runs_db) as store:
+            run_id = run_recorded(LocalTransport(self.paths, host="laptop"), spec, store, book)["run_id"]
+        bridge = Bridge()
+        view = HistoryView(self.paths, bridge)
+        view.resize(*WINDOW_SIZE)
+        view.show()
+        try:
+            view.refresh()
+            wait_until(lambda: not view.loading, 30, "the history")
+            view.select_runs([run_id])
+            dialog = view.declare_selected()
+            if dialog is None:
+                raise RuntimeError("screenshots: the run could not be declared")
+            dialog.instance_type.setCurrentText("inf2.xlarge")
+            dialog.region.setCurrentText("us-east-1")
+            save(dialog, self.out, "18-declare-instance-type.png", self.saved)
+            dialog.instance_type.setCurrentText("inf2.xlarg")
+            save(dialog, self.out, "19-declare-instance-type-check.png", self.saved)
+            dialog.reject()
+        finally:
+            view.close()
+            bridge.shutdown()
 
     def all(self) -> list[str]:
         return sorted(name for name in dir(self) if name.startswith("shot_"))

@@ -49,7 +49,14 @@ class Backend:
 
         return DistributedDataParallel(model)
 
+    def computes_on_cpu(self) -> bool:
+        """True when the model runs on the host's CPUs (loader workers then compete with it for cores)."""
+        return False
+
     # ------------------------------------------------------------------ training
+    def materialize(self) -> None:
+        """Finish creating tensors made on the device so far (lazy devices record them as a graph)."""
+
     def optimizer_step(self, optimizer: Any) -> None:
         optimizer.step()
 

@@ -15,6 +15,9 @@ class CpuBackend(Backend):
         info["device"] = "cpu"
         return info
 
+    def computes_on_cpu(self) -> bool:
+        return True
+
     def compile_for_inference(self, model: Any, example: Any, workdir: str) -> Callable[[Any], Any]:
         import torch
 

@@ -7,8 +7,9 @@ import os
 import sys
 from typing import Any, Callable, Dict
 
-from remote_agent.backends.base import BackendUnavailable
+from remote_agent.backends.base import Backend, BackendUnavailable
 from remote_agent.backends.xla import XlaBackend
+from remote_agent.probe.neuron import device_files, device_glob
 from remote_agent.probe.packages import DEFAULT_VENV_GLOB, VENV_GLOB_ENV
 
 
@@ -25,10 +26,10 @@ class NeuronBackend(XlaBackend):
                 "backend neuron needs torch-neuronx, which is not installed for %s; looked for Neuron venvs "
                 "in %s (%s). Neuron SDK 2.32 and later no longer ship torch-neuronx: use SDK <= 2.31 "
                 "(torch-neuronx 2.9 with torch-xla 2.9)" % (sys.executable, pattern, where))
-        if not glob.glob("/dev/neuron*"):
+        if not device_files():
             raise BackendUnavailable(
-                "backend neuron found torch-neuronx but no Neuron device (/dev/neuron* is missing): "
-                "run on a Trn1, Trn2 or Inf2 instance with the Neuron driver loaded")
+                "backend neuron found torch-neuronx but no Neuron device (%s is missing): "
+                "run on a Trn1, Trn2 or Inf2 instance with the Neuron driver loaded" % device_glob())
 
     def setup_env(self) -> None:
         os.environ["PJRT_DEVICE"] = "NEURON"
@@ -42,7 +43,11 @@ class NeuronBackend(XlaBackend):
     def describe(self) -> Dict[str, Any]:
         import torch_neuronx
 
-        info = super().describe()
+        # Traced inference runs the saved TorchScript artefact through the Neuron runtime, not on an
+        # XLA device: asking torch-xla for one here would start a PJRT client that inference never uses.
+        info = super().describe() if self.spec.workload == "train" else Backend.describe(self)
+        if self.spec.workload != "train":
+            info["device"] = "NeuronCore x%d (torch_neuronx.trace)" % self.spec.nproc
         info["torch_neuronx"] = getattr(torch_neuronx, "__version__", None)
         info["visible_cores"] = os.environ.get("NEURON_RT_VISIBLE_CORES")
         return info

@@ -1,7 +1,6 @@
 """Pick the backend a spec asks for, or the best present one for ``auto``."""
 from __future__ import annotations
 
-import glob
 import importlib.util
 from typing import Any
 
@@ -10,13 +9,14 @@ from remote_agent.backends.cpu import CpuBackend
 from remote_agent.backends.cuda import CudaBackend
 from remote_agent.backends.neuron import NeuronBackend
 from remote_agent.backends.xla import XlaBackend
+from remote_agent.probe.neuron import device_files
 
 BACKENDS = {"cpu": CpuBackend, "cuda": CudaBackend, "xla": XlaBackend, "neuron": NeuronBackend}
 
 
 def auto_backend_name() -> str:
     """neuron if torch-neuronx and a Neuron device are here, else cuda if a GPU is usable, else cpu."""
-    if importlib.util.find_spec("torch_neuronx") is not None and glob.glob("/dev/neuron*"):
+    if importlib.util.find_spec("torch_neuronx") is not None and device_files():
         return "neuron"
     if importlib.util.find_spec("torch") is not None:
         import torch

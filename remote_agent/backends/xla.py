@@ -42,6 +42,14 @@ class XlaBackend(Backend):
 
         return torch_xla.device()
 
+    def computes_on_cpu(self) -> bool:
+        return os.environ.get("PJRT_DEVICE") == "CPU"
+
+    def materialize(self) -> None:
+        import torch_xla
+
+        torch_xla.sync()
+
     def init_process_group(self) -> None:
         import torch.distributed as dist
         import torch_xla.distributed.xla_backend  # noqa: F401  (registers the "xla" group)

@@ -7,13 +7,28 @@ keys are ignored and every documented one is optional.
 """
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from remote_agent.probe import commands, sdk_packages
 
 NOT_FOUND = "neuron-ls not found on PATH or in %s"
+# The Neuron driver's device files.  Configurable so the tests can give a machine without
+# Neuron a stand-in device and run the real neuron backend (with a torch_neuronx test double).
+DEVICE_GLOB_ENV = "NEURONBENCH_NEURON_DEVICE_GLOB"
+DEFAULT_DEVICE_GLOB = "/dev/neuron*"
+
+
+def device_glob() -> str:
+    return os.environ.get(DEVICE_GLOB_ENV) or DEFAULT_DEVICE_GLOB
+
+
+def device_files() -> List[str]:
+    """The Neuron device files present (``/dev/neuron0`` ...): empty where no Neuron driver is loaded."""
+    return sorted(glob.glob(device_glob()))
 _BDF_SHORT = re.compile(r"^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)*(?:\+[0-9A-Za-z.]+)?")
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from typing import Any, Dict
 
 from remote_agent.eventlog import WorkerEvents
-from remote_agent.workloads.data import FakeDataset
+from remote_agent.workloads.data import describe_data, training_batches
 from remote_agent.workloads.models import create_model, input_shape
 
 
@@ -37,6 +38,9 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         events.emit("phase", name="setup", state="start")
     if world > 1:
         backend.init_process_group()
+        # Every rank says so: when a multi-node rendezvous fails, the app names the nodes that never joined.
+        events.emit("log", level="info", message="rank %d of %d joined on %s" % (rank, world, socket.gethostname()),
+                    joined=rank)
     model = create_model(spec)
     channels, height, width = input_shape(model, spec)
     num_classes = int(getattr(model, "num_classes", 1000) or 1000)
@@ -47,14 +51,14 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     model.train()
     optimizer = torch.optim.Adam(model.parameters())
     loss_fn = torch.nn.CrossEntropyLoss()
-    dataset = FakeDataset(spec.steps * spec.batch_size, (channels, height, width), num_classes)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.workers,
-                                         drop_last=True)
+    local_procs = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
+    batches, data = training_batches(spec, backend, device, dtype, (channels, height, width), num_classes,
+                                     local_procs)
     global_batch = spec.batch_size * world
     if lead:
-        events.emit("log", level="info", message="%s %s, %d parameters, input %dx%dx%d, batch %d x %d process(es)"
-                    % (backend.name, spec.model, sum(p.numel() for p in model.parameters()),
-                       channels, height, width, spec.batch_size, world))
+        events.emit("log", level="info", message="%s %s, %d parameters, input %dx%dx%d, batch %d x %d process(es), "
+                    "%s" % (backend.name, spec.model, sum(p.numel() for p in model.parameters()),
+                            channels, height, width, spec.batch_size, world, describe_data(data)))
         events.emit("phase", name="setup", state="end")
         events.emit("phase", name="warmup" if spec.warmup else "measure", state="start")
 
@@ -62,7 +66,7 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     compiled_count = compile_before["count"] if compile_before else 0
     phase.name = "warmup" if spec.warmup else "measure"
     step_end = time.perf_counter()
-    for i, (images, labels) in enumerate(loader, start=1):
+    for i, (images, labels) in enumerate(batches, start=1):
         fetched = time.perf_counter()
         t_start = time.time() - (fetched - step_end)
         images = images.to(device=device, dtype=dtype)
@@ -105,6 +109,7 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
             "input_shape": [channels, height, width],
             "num_classes": num_classes,
             "param_dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
+            "data": data,
             "backend": backend.describe(),
             "compile_seconds": (compile_after["seconds"] - compile_before["seconds"])
             if compile_after and compile_before else 0.0,

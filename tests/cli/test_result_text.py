@@ -26,3 +26,28 @@ def test_an_unsampled_measure_phase_says_why():
              "missing": {"measure": "telemetry was switched off (telemetry_period 0)"}}
     assert format_telemetry(block) == ["  utilisation N/A: telemetry was switched off (telemetry_period 0)"]
     assert format_telemetry(None) == []  # results from before telemetry
+
+
+def _recorded_result(name: str) -> dict:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "runs" / name
+    return next(json.loads(line)["result"] for line in path.read_text().splitlines() if '"type":"result"' in line)
+
+
+def test_the_summary_keeps_compiled_steps_apart_and_names_the_nodes_of_a_multi_node_run():
+    from app.cli.text import format_result
+
+    result = _recorded_result("train-xla-tiny.events.jsonl")
+    text = format_result(result)
+    assert "compile     " in text and "graph(s) in step(s) 1, 2; excluded from the figures" in text
+    assert "nodes" not in text
+    cluster = dict(result, host="trn-a,trn-b", nodes=[
+        {"index": 0, "host": "trn-a", "ranks": [0, 1], "status": "ok", "env": {"instance_type": "trn1.32xlarge"}},
+        {"index": 1, "host": "trn-b", "ranks": [2, 3], "status": "failed", "env": None,
+         "telemetry": {"measure": None, "peak": None, "missing": {"measure": "the run stopped before sampling"}}}])
+    text = format_result(cluster)
+    assert "graph(s) in step(s) 1, 2; excluded from the figures" in text
+    assert "  nodes       2: trn-a (ranks 0–1, trn1.32xlarge), trn-b (ranks 2–3, failed)" in text
+    assert "  trn-b (node 1):\n    utilisation N/A: the run stopped before sampling" in text

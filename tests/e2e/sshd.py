@@ -39,9 +39,9 @@ def keygen(path: Path, passphrase: str = "") -> Path:
     return path
 
 
-def free_port() -> int:
+def free_port(address: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((address, 0))
         return sock.getsockname()[1]
 
 
@@ -54,13 +54,16 @@ class SshServer:
     client_key: Path
     user: str
     proc: subprocess.Popen | None = None
+    address: str = "127.0.0.1"
+    netns: str | None = None  # started inside this network namespace (tests/e2e/netns.py)
 
     @property
     def log(self) -> Path:
         return self.root / "sshd.log"
 
     def start(self, timeout: float = 10.0) -> SshServer:
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
+        prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
+        self.proc = subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
                                      stdout=subprocess.DEVNULL, stderr=open(self.log, "ab"))
         deadline = time.monotonic() + timeout
         while "Server listening" not in self.log.read_text(errors="replace"):
@@ -93,14 +96,19 @@ class SshServer:
     def profile(self, name: str = "box", **overrides):
         from app.core.hosts import HostProfile
 
-        fields = {"name": name, "hostname": "127.0.0.1", "port": self.port, "user": self.user,
+        fields = {"name": name, "hostname": self.address, "port": self.port, "user": self.user,
                   "identity_file": str(self.client_key)}
         fields.update(overrides)
         return HostProfile(**fields)
 
 
-def make_server(root: Path, client_key: Path, home: Path | None = None, extra_config: str = "") -> SshServer:
-    """Configure (not start) an sshd in ``root`` that lets ``client_key`` log in as the current user."""
+def make_server(root: Path, client_key: Path, home: Path | None = None, extra_config: str = "",
+                address: str = "127.0.0.1", netns: str | None = None, sftp: bool = True) -> SshServer:
+    """Configure (not start) an sshd in ``root`` that lets ``client_key`` log in as the current user.
+
+    ``address``: any of 127.0.0.0/8 (all loopback on Linux), so several servers make several "machines".
+    ``sftp=False`` leaves out the SFTP subsystem, as hardened images do.
+    """
     if not PRIVSEP_DIR.is_dir():
         PRIVSEP_DIR.mkdir(mode=0o755, parents=True)
     root.mkdir(parents=True, exist_ok=True)
@@ -111,10 +119,11 @@ def make_server(root: Path, client_key: Path, home: Path | None = None, extra_co
     no_ec2 = root / "sysfs"  # the remote probe must never think it is on EC2 and call IMDS
     no_ec2.mkdir(exist_ok=True)
     user = pwd.getpwuid(os.getuid()).pw_name
-    port = free_port()
+    port = free_port("127.0.0.1" if netns else address)  # a namespace of the test's own has every port free
+    subsystem = "Subsystem sftp internal-sftp" if sftp else "# no SFTP subsystem (a hardened image)"
     (root / "sshd_config").write_text(f"""\
 Port {port}
-ListenAddress 127.0.0.1
+ListenAddress {address}
 HostKey {host_key}
 PidFile {root / 'sshd.pid'}
 AuthorizedKeysFile {root / 'authorized_keys'}
@@ -126,8 +135,9 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PrintMotd no
 AllowTcpForwarding yes
-Subsystem sftp internal-sftp
+{subsystem}
 SetEnv HOME={home} NEURONBENCH_SYSFS_ROOT={no_ec2}
 {extra_config}
 """)
-    return SshServer(root=root, port=port, home=home, host_key=host_key, client_key=client_key, user=user)
+    return SshServer(root=root, port=port, home=home, host_key=host_key, client_key=client_key, user=user,
+                     address=address, netns=netns)

@@ -111,3 +111,25 @@ def test_probe_local_as_json(run_cli):
     data = json.loads(out.stdout)
     assert data["host"] == "local" and data["env"]["cpu"]["count"] >= 1
     assert data["env"]["instance_type"] is None and data["env"]["missing"]["instance_type"]
+
+
+def test_data_device_feeds_one_batch_made_on_the_device_and_the_result_says_so(run_cli):
+    flags = ["run", "--host", "local", "--workload", "train", *tiny_model_flags(), "--batch-size", "8",
+             "--steps", "6", "--warmup", "1", "--backend", "xla"]
+    out = run_cli(*flags, "--data", "device", "--json")
+    assert out.code == 0, out.stderr
+    train = _only(out.json())["train"]
+    assert train["data"] == {"source": "device", "loader_workers": 0, "workers_auto": False}
+    assert train["steps_total"] == 6 and train["throughput_samples_per_s"] > 0
+    text = run_cli(*flags, "--data", "device")
+    assert "data on device" in text.stdout and "the input pipeline is not measured" in text.stdout
+
+
+def test_loader_workers_default_from_the_host_and_the_result_says_how_many(run_cli):
+    # No --workers: on a CPU device loader workers would only compete with the model for cores.
+    out = run_cli("run", "--host", "local", "--workload", "train", *tiny_model_flags(), "--batch-size", "8",
+                  "--steps", "4", "--warmup", "1", "--backend", "cpu", "--json")
+    assert out.code == 0, out.stderr
+    result = _only(out.json())
+    assert result["spec"]["workers"] is None and result["spec"]["data"] == "host"
+    assert result["train"]["data"] == {"source": "host", "loader_workers": 0, "workers_auto": True}

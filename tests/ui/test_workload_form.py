@@ -88,3 +88,56 @@ def test_unticking_every_host_disables_run_and_says_why(make_window):
     window.sidebar.set_checked("local", False)
     assert not window.run_button.isEnabled()
     assert window.run_button.text() == "Tick a host to run on"
+
+
+def test_loader_workers_default_to_auto_and_the_data_source_is_chosen_in_the_form(make_window):
+    form = make_window().workload
+    form.workload.setCurrentIndex(form.workload.findData("train"))
+    assert form.workers.text() == "auto (from the host's vCPUs)" and form.spec().workers is None
+    form.data.setCurrentIndex(form.data.findData("device"))
+    assert form.spec().data == "device"
+    form.workers.setValue(3)
+    assert form.spec().workers == 3
+    form.workload.setCurrentIndex(form.workload.findData("infer"))
+    assert not form.form.isRowVisible(form.data) and not form.form.isRowVisible(form.workers)
+
+
+class H100Provider:
+    """`local` answering its probe as the one-GPU H100 host did (a real recording), prices unknown."""
+
+    def __init__(self, events):
+        self.events = events
+
+    def hosts(self):
+        from app.core.hosts import LOCAL
+
+        return [LOCAL]
+
+    def transport_for(self, host):
+        from app.services.replay import ReplayTransport
+
+        return ReplayTransport(lambda: iter(self.events), host.name)
+
+    def price(self, host, instance_type, region=None):
+        return None
+
+
+def test_more_processes_than_the_probed_gpus_are_refused_as_you_type(make_window, qtbot):
+    from tests.ui.conftest import recorded
+
+    window = make_window(provider=H100Provider(recorded("h100-train-nproc2-on-1-gpu-failed.events.jsonl")),
+                         probe_hosts=True)
+    form = window.workload
+    qtbot.waitUntil(lambda: window.sidebar.rows["local"].env is not None)
+    form.backend.setCurrentText("cuda")
+    assert form.valid
+    form.nproc.setValue(2)
+    assert form.message.text() == ("This computer: --nproc 2 but this host has 1 GPU: run with --nproc 1 or fewer "
+                                   "(one training process per GPU)")
+    assert form.error_field == "nproc" and not window.run_button.isEnabled()
+    window.sidebar.set_checked("local", False)  # a host that is not ticked does not hold the form back
+    assert form.valid
+    window.sidebar.set_checked("local", True)
+    assert not form.valid
+    form.nproc.setValue(1)
+    assert form.valid and window.run_button.isEnabled()

@@ -30,9 +30,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.ec2_launch import Ec2Launch
 from app.core.errors import BadSpecError
 from app.core.hosts import SSH_PORT, HostProfile
 from app.ui import theme
+from app.ui.dialogs.ec2_fields import Ec2Fields
 from app.ui.widgets.error_panel import describe_exception
 
 _HELP = {name: meta["help"] for name, meta in HostProfile.field_help().items()}
@@ -73,6 +75,10 @@ class HostEditor(QDialog):
         self.port.setToolTip(_HELP["port"])
         self.local = QCheckBox("This computer (no SSH)")
         self.local.setToolTip(_HELP["local"])
+        self.ec2 = QCheckBox("Launch on EC2 for each run (terminated after it)")
+        self.ec2.setObjectName("launch-on-ec2")
+        self.ec2.setToolTip(_HELP["ec2"])
+        self.ec2_fields = Ec2Fields()
         self.instance_type = _combo(instance_types, _HELP["instance_type"], "detected by the probe on EC2")
         self.region = _combo(regions, _HELP["region"], "detected by the probe on EC2")
         browse = QPushButton("Browse…")
@@ -84,6 +90,8 @@ class HostEditor(QDialog):
 
         form.addRow("Name", self.edits["name"])
         form.addRow("", self.local)
+        form.addRow("", self.ec2)
+        form.addRow(self.ec2_fields)
         form.addRow("Host name or IP", self.edits["hostname"])
         form.addRow("Port", self.port)
         form.addRow("User", self.edits["user"])
@@ -126,6 +134,8 @@ class HostEditor(QDialog):
             edit.textChanged.connect(self._check)
         self.port.valueChanged.connect(self._check)
         self.local.toggled.connect(self._check)
+        self.ec2.toggled.connect(self._check)
+        self.ec2_fields.changed.connect(self._check)
         self.instance_type.currentTextChanged.connect(self._check)
         self.region.currentTextChanged.connect(self._check)
         self.test_button.clicked.connect(self.test_connection)
@@ -140,6 +150,9 @@ class HostEditor(QDialog):
         self.local.setChecked(profile.local)
         self.instance_type.setCurrentText(profile.instance_type)
         self.region.setCurrentText(profile.region)
+        self.ec2.setChecked(profile.ec2 is not None)
+        if profile.ec2 is not None:
+            self.ec2_fields.fill(profile.ec2)
 
     def values(self) -> dict[str, Any]:
         data: dict[str, Any] = {name: edit.text().strip() for name, edit in self.edits.items()}
@@ -154,15 +167,25 @@ class HostEditor(QDialog):
     @Slot()
     def _check(self) -> None:
         data = self.values()
+        launch = self.ec2.isChecked()
+        self.local.setEnabled(not launch)
+        self.ec2.setEnabled(not data["local"])
+        self.ec2_fields.setVisible(launch)
         ssh_only = not data["local"]
         for name in ("hostname", "user", "identity_file", "proxy_jump"):
-            self.edits[name].setEnabled(ssh_only)
-        self.port.setEnabled(ssh_only)
+            self.edits[name].setEnabled(ssh_only and not (launch and name in ("hostname", "proxy_jump")))
+        self.port.setEnabled(ssh_only and not launch)
+        self.test_button.setVisible(self._start_test is not None and not launch)  # tested by running it
         if data["local"]:  # the SSH fields are kept on screen but not saved for this computer
             data.update(hostname="", user="", identity_file="", proxy_jump="", port=SSH_PORT)
         problem = ""
         self._valid = None
-        if not data["name"]:
+        if launch and not data["local"]:
+            data.update(hostname="", proxy_jump="", port=SSH_PORT)
+            problem = self._ec2_problem(data)
+        if problem:
+            pass  # the launch setting is incomplete: said before anything else
+        elif not data["name"]:
             problem = "give the host a name (you pick it: it is what the app and `--host` call it)"
         elif data["name"] in self.taken:
             problem = f"a host named {data['name']!r} exists already; choose another name"
@@ -175,6 +198,20 @@ class HostEditor(QDialog):
         self.problem.setVisible(bool(problem))
         self.save_button.setEnabled(self._valid is not None)
         self.test_button.setEnabled(self._valid is not None and not self.testing)
+
+    def _ec2_problem(self, data: dict[str, Any]) -> str:
+        """Build the launch setting into ``data``; the sentence when it cannot be built yet."""
+        missing = [label for label, value in (("an instance type", data["instance_type"]), ("a region",
+                   data["region"]), ("the key pair's name", self.ec2_fields.values()["key_name"]),
+                   ("its private key file", data["identity_file"])) if not value]
+        if missing:
+            return f"to launch on EC2, give {', '.join(missing)}"
+        try:
+            data["ec2"] = Ec2Launch(instance_type=data["instance_type"], region=data["region"],
+                                    **self.ec2_fields.values())
+        except BadSpecError as exc:
+            return str(exc)
+        return ""
 
     # ------------------------------------------------------------ test connection
     @Slot()

@@ -59,9 +59,12 @@ class DeviceNow:
 class LiveRunState:
     """Everything one run's view draws, built from its events."""
 
-    def __init__(self, host: str, spec: Any) -> None:
+    def __init__(self, host: str, spec: Any, node: int | None = None) -> None:
         self.host = host
         self.spec = spec
+        # One node of a multi-node run: its own events (tagged ``node``) and the run's end; node 0's
+        # view also takes the run's untagged events.  None: a run on one host (every event).
+        self.node = node
         self.run_id: str | None = None
         self.t0: float | None = None
         self.last_t = 0.0
@@ -92,8 +95,19 @@ class LiveRunState:
         self._last_latency_t: float | None = None
 
     # ------------------------------------------------------------------ input
+    def wants(self, event: Event) -> bool:
+        """Whether this view shows ``event`` (a multi-node run's stream carries every node's)."""
+        if self.node is None:
+            return True
+        tagged = event.get("node")
+        if tagged is None:
+            return self.node == 0 or event["type"] in ("result", "end")
+        return tagged == self.node
+
     def apply(self, event: Event) -> None:
         """Take one validated protocol event."""
+        if not self.wants(event):
+            return
         if self.t0 is None:
             self.t0 = float(event["t"])
         self.last_t = max(self.last_t, self._rel(event["t"]))

@@ -7,6 +7,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QPixmap
 
+from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_FROM_PROFILE, type_from_label
 from app.core.numbers import figure
 from app.core.numbers import usd as usd_text
 from app.core.runrecord import StoredRun
@@ -20,7 +21,7 @@ COLUMN_TIPS = {
     "Run": "the run's id (newest first); `neuronbench runs show ID` prints it in full",
     "Started": "when the run was started (local time)",
     "Host": "the host it ran on",
-    "Instance type": "the host's instance type, from its probe or its profile",
+    "Instance type": "the host's instance type: from its probe, its profile, or declared after the run",
     "Workload": "training or inference",
     "Model": "the timm model benchmarked",
     "Backend": "the backend the agent used (neuron, xla, cuda, cpu)",
@@ -29,7 +30,8 @@ COLUMN_TIPS = {
     "$ per 1M": "cost per million samples (training) or inferences (best batch size), at the price when it ran",
 }
 # The store's statuses, in the colours of theme.STATUS.
-_DOT = {"ok": "ok", "running": "running", "failed": "failed", "cancelled": "cancelled", "unfinished": "detached"}
+_DOT = {"ok": "ok", "running": "running", "failed": "failed", "cancelled": "cancelled", "interrupted": "failed",
+        "unfinished": "detached"}
 _WORKLOAD = {"train": "training", "infer": "inference"}
 
 
@@ -57,6 +59,20 @@ def usd_per_million(run: StoredRun) -> float | None:
         if best is not None and row.get("throughput_per_s") == best:
             return per_batch.get(row.get("batch_size"))
     return None
+
+
+def instance_tooltip(run: StoredRun) -> str:
+    """Where the row's instance type came from (the price follows it), or how to give the run one."""
+    if not run.instance_type:
+        return ("the host did not report its instance type, so the run has no price: \"Declare instance type…\" "
+                "names it")
+    source = ((run.result or {}).get("cost") or {}).get("instance_type_from") or \
+        (run.declared or {}).get("source") or (TYPE_FROM_PROFILE if run.declared else TYPE_FROM_PROBE)
+    text = f"{run.instance_type}, {type_from_label(source)}"
+    declared_at = (run.declared or {}).get("declared_at")
+    if source == TYPE_FROM_AFTER_RUN and declared_at:
+        text += f" on {started_text(declared_at)}"
+    return text
 
 
 def started_text(seconds: float | None) -> str:
@@ -146,6 +162,8 @@ class RunsTableModel(QAbstractTableModel):
             if run.status == "unfinished":
                 return "the app stopped following this run before it ended: Re-attach to follow it again"
             return error or run.status
+        if column == "Instance type":
+            return instance_tooltip(run)
         if column == "$ per 1M":
             cost = result.get("cost") or {}
             if cost.get("usd_per_hour") is not None:

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.compare import CompareOptions
+from app.core.cost import TYPE_FROM_AFTER_RUN, type_from_label
 from app.core.numbers import figure, usd
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
@@ -68,6 +69,13 @@ def compute(paths: AppPaths, run_ids: list[str], options: CompareOptions) -> Com
     book = load_pricebook(paths)
     with RunStore(paths.runs_db) as store:
         return compare_stored(store, book, run_ids, options)
+
+
+def host_cell(row: dict[str, Any]) -> str:
+    """The row's host label, saying so when its instance type was declared after the run."""
+    if row.get("instance_type_from") == TYPE_FROM_AFTER_RUN:
+        return f"{row['label']} ({type_from_label(TYPE_FROM_AFTER_RUN)})"
+    return row["label"]
 
 
 def _ms(value: float | None) -> str:
@@ -154,9 +162,15 @@ class CompareView(QWidget):
         self.cost_plot = new_plot("$ per 1M samples / inferences", "$", pal)
         self.latency_plot = new_plot("p99 latency vs throughput", "p99 ms", pal)
         self.latency_plot.setLabel("bottom", "inferences/s")
-        self.plots = (self.throughput_plot, self.cost_plot, self.latency_plot)
-        for col, plot in enumerate(self.plots):
+        self.scaling_plot = new_plot("Scaling: throughput by node count", "samples/s", pal)
+        self.scaling_plot.setLabel("bottom", "nodes")
+        self.plots = (self.throughput_plot, self.cost_plot, self.latency_plot, self.scaling_plot)
+        for col, plot in enumerate(self.plots[:3]):
             self.charts.addItem(plot, row=0, col=col)
+        # Shown only when one setup ran on several node counts (multi-node runs).
+        self.charts.addItem(self.scaling_plot, row=1, col=0, colspan=3)
+        self.scaling_plot.setVisible(False)
+        self.scaling_curves: dict[str, pg.PlotDataItem] = {}
         self.charts.setToolTip("bars: one colour per run, grouped by batch size; right: one line per run through "
                                "its batch sizes")
         self.legend = QLabel()
@@ -300,7 +314,7 @@ class CompareView(QWidget):
             if row["latency_p99_ms"] is not None and row["p99_reliable"] is False:
                 p99 = "~" + p99
             cells = [
-                row["run_id"], row["label"], WORKLOADS.get(row["workload"], row["workload"] or ""),
+                row["run_id"], host_cell(row), WORKLOADS.get(row["workload"], row["workload"] or ""),
                 str(row["batch_size"]), f"{figure(row['throughput'])} {row['unit']}",
                 f"{figure(ci[0])} – {figure(ci[1])}" if ci else "—",
                 _ms(row["latency_p50_ms"]), p99, usd(row["usd_per_hour"]),
@@ -314,6 +328,8 @@ class CompareView(QWidget):
                 if COLUMNS[col] in ("Throughput", "p50 ms", "p99 ms", "$/h", "$ per 1M", "Work per $ vs baseline",
                                     "Speed vs baseline"):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if COLUMNS[col] == "Host" and row["instance_type"]:
+                    item.setToolTip(f"{row['instance_type']}: {type_from_label(row.get('instance_type_from'))}")
                 if COLUMNS[col] == "Price source":
                     item.setToolTip("; ".join(t for t in (text, row["price_note"]) if t))
                 elif COLUMNS[col] == "Difference" and group and group["overlaps_with"]:
@@ -366,6 +382,7 @@ class CompareView(QWidget):
             plot.setXRange(-0.5, len(categories) - 0.5, padding=0)
             plot.setYRange(0, nice_ceiling(top * 1.05) if top > 0 else 1.0, padding=0)
         self._draw_latency(doc, order, pal)
+        self._draw_scaling(doc, pal)
         self.legend.setText("  ".join(
             f"<span style='color:{theme.series_colour(i, pal).name()}'>■</span> "
             f"{html.escape(self._row_label(doc, run_id))}{' (baseline)' if run_id == doc['baseline'] else ''}"
@@ -399,6 +416,44 @@ class CompareView(QWidget):
         else:
             plot.setTitle("p99 latency vs throughput: no inference runs", color=theme.plot_foreground(pal),
                           size="9pt")
+
+    def _draw_scaling(self, doc: dict[str, Any], pal) -> None:
+        """Measured throughput per node count against ideal linear scaling, each point labelled with its efficiency."""
+        plot = self.scaling_plot
+        self.scaling_curves.clear()
+        rows = doc.get("scaling") or []
+        plot.setVisible(bool(rows))
+        if not rows:
+            return
+        top, most = 0.0, 1
+        for index, family in enumerate(dict.fromkeys(r["family"] for r in rows)):
+            mine = [r for r in rows if r["family"] == family]
+            colour = theme.series_colour(index, pal)
+            nodes = np.array([r["nodes"] for r in mine], float)
+            measured = np.array([r["throughput"] for r in mine], float)
+            ideal = measured[0] * nodes / nodes[0]
+            plot.plot(nodes, ideal, pen=pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine))
+            self.scaling_curves[family] = plot.plot(nodes, measured, pen=pg.mkPen(colour, width=2), symbol="o",
+                                                    symbolSize=7, symbolBrush=colour, symbolPen=None)
+            intervals = [r["throughput_ci95"] for r in mine]
+            if all(intervals):
+                low = measured - np.array([i[0] for i in intervals], float)
+                high = np.array([i[1] for i in intervals], float) - measured
+                plot.addItem(pg.ErrorBarItem(x=nodes, y=measured, top=high, bottom=low, beam=0.08,
+                                             pen=pg.mkPen(colour)))
+            for row, x, y in zip(mine, nodes, measured, strict=True):
+                label = pg.TextItem(f"{row['efficiency'] * 100:.0f}%", color=theme.plot_foreground(pal), anchor=(0, 1))
+                label.setPos(x, y)
+                plot.addItem(label)
+            top = max(top, float(ideal.max()), float(measured.max()))
+            most = max(most, int(nodes.max()))
+        model = rows[0]["model"].split("(")[0].split(" ")[0]
+        plot.setTitle(f"Scaling: {model} throughput by node count (dashed: ideal; labels: efficiency)",
+                      color=theme.plot_foreground(pal), size="9pt")
+        plot.getAxis("bottom").setTicks([[(n, str(n)) for n in sorted({r["nodes"] for r in rows})]])
+        plot.enableAutoRange(enable=False)  # from 0: a shortfall against ideal is not exaggerated
+        plot.setXRange(0.5, most + 0.5, padding=0)
+        plot.setYRange(0, nice_ceiling(top * 1.1), padding=0)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

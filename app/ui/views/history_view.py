@@ -1,4 +1,4 @@
-"""The history view: every stored run, filtered and sorted; compare, re-run, re-attach, delete, export.
+"""The history view: every stored run, filtered and sorted; compare, re-run, re-attach, price, delete, export.
 
 The store is read on a worker thread (through the bridge) with its own
 connection, opened and closed by each call: a busy database (another process
@@ -26,16 +26,33 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.errors import NeuronBenchError
+from app.core.numbers import usd
 from app.core.runrecord import StoredRun
 from app.paths import AppPaths
+from app.services.pricing import load_pricebook
+from app.services.run_pricing import declare_in_store, probed_type
 from app.services.store import RunStore
 from app.ui.bridge import Bridge
+from app.ui.dialogs.instance_type_dialog import InstanceTypeDialog
 from app.ui.models.runs_table import COLUMNS, RUN_ROLE, SORT_ROLE, RunsTableModel
 from app.ui.views.export import ExportButtons, ReportExporter
 from app.ui.widgets.status_line import StatusLine
 
+DECLARE_TIP = ("name the instance type the selected runs ran on, when their host did not report one: they are "
+               "priced from the price book (as `neuronbench runs set RUN --instance-type T`)")
 HISTORY_LIMIT = 2000  # newest first; older runs stay in the store (and in `neuronbench runs list`)
 REATTACHABLE = ("running", "unfinished")
+
+
+def undeclarable(runs: list[StoredRun]) -> str | None:
+    """Why these runs cannot be given an instance type now, or None when they can."""
+    for run in runs:
+        if probed_type(run):
+            return f"{run.run_id}'s host reported its type itself: {probed_type(run)}"
+        if run.status == "running":
+            return f"{run.run_id} is still running"
+    return None
 
 
 def read_runs(db_path, limit: int) -> list[StoredRun]:
@@ -56,6 +73,7 @@ class HistoryView(QWidget):
     rerun_requested = Signal(object, str)      # the run's spec (dict), its host
     reattach_requested = Signal(str, str)      # run id, host
     compare_requested = Signal(list)           # run ids, in the order shown
+    runs_priced = Signal(list)                 # run ids whose instance type was declared (their cost changed)
     error_raised = Signal(str, str, str)       # title, sentence, detail: for the app's error panel
 
     def __init__(self, paths: AppPaths, bridge: Bridge, parent: QWidget | None = None,
@@ -64,6 +82,7 @@ class HistoryView(QWidget):
         self.paths, self.bridge, self.limit = paths, bridge, limit
         self.loading = False
         self.delete_question: QMessageBox | None = None
+        self.declare_dialog: InstanceTypeDialog | None = None
         self._generation = 0
 
         self.model = RunsTableModel(self)
@@ -84,6 +103,7 @@ class HistoryView(QWidget):
         self.rerun_button = self._button("Re-run", "run the selected run's spec again on its host")
         self.reattach_button = self._button("Re-attach", "follow an unfinished run again from the last event "
                                                          "stored (only for runs that did not end)")
+        self.declare_button = self._button("Declare instance type…", DECLARE_TIP)
         self.delete_button = self._button("Delete…", "remove the selected runs, their events and telemetry from "
                                                      "the store (asks first; the hosts keep their run folders)")
         self.export = ExportButtons("the selected runs")
@@ -108,7 +128,7 @@ class HistoryView(QWidget):
         top.addWidget(self.count)
         top.addWidget(self.refresh_button)
         actions = QHBoxLayout()
-        for button in (self.compare_button, self.rerun_button, self.reattach_button, self.delete_button):
+        for button in self._action_buttons():
             actions.addWidget(button)
         actions.addStretch(1)
         actions.addWidget(self.export)
@@ -127,6 +147,7 @@ class HistoryView(QWidget):
         self.compare_button.clicked.connect(self.compare_selected)
         self.rerun_button.clicked.connect(self.rerun_selected)
         self.reattach_button.clicked.connect(self.reattach_selected)
+        self.declare_button.clicked.connect(self.declare_selected)
         self.delete_button.clicked.connect(self.ask_delete)
         self.export.requested.connect(self.ask_export)
         self.table.selectionModel().selectionChanged.connect(self._update_buttons)
@@ -143,6 +164,10 @@ class HistoryView(QWidget):
         self.table.addAction(delete)
         self._update_buttons()
         self._update_count()
+
+    def _action_buttons(self) -> tuple[QPushButton, ...]:
+        return (self.compare_button, self.rerun_button, self.reattach_button, self.declare_button,
+                self.delete_button)
 
     def _button(self, text: str, tip: str) -> QPushButton:
         button = QPushButton(text)
@@ -200,6 +225,9 @@ class HistoryView(QWidget):
         self.compare_button.setEnabled(bool(runs))
         self.rerun_button.setEnabled(single and bool(runs[0].spec))
         self.reattach_button.setEnabled(single and runs[0].status in REATTACHABLE)
+        why_not = undeclarable(runs)
+        self.declare_button.setEnabled(bool(runs) and why_not is None)
+        self.declare_button.setToolTip(DECLARE_TIP if why_not is None else f"{DECLARE_TIP} ({why_not})")
         self.delete_button.setEnabled(bool(runs))
         self.export.set_enabled(bool(runs) and not self.exporter.busy)
 
@@ -214,7 +242,7 @@ class HistoryView(QWidget):
 
     def _context_menu(self, point: QPoint) -> None:
         menu = QMenu(self)
-        for button in (self.compare_button, self.rerun_button, self.reattach_button, self.delete_button):
+        for button in self._action_buttons():
             action = menu.addAction(button.text(), button.click)
             action.setEnabled(button.isEnabled())
             action.setToolTip(button.toolTip())
@@ -239,6 +267,46 @@ class HistoryView(QWidget):
         runs = self.selected_runs()
         if len(runs) == 1 and runs[0].status in REATTACHABLE:
             self.reattach_requested.emit(runs[0].run_id, runs[0].host)
+
+    def declare_selected(self) -> InstanceTypeDialog | None:
+        """Ask (without blocking the event loop) which instance type the selected runs ran on."""
+        runs = self.selected_runs()
+        if not runs or undeclarable(runs) is not None or self.declare_dialog is not None:
+            return None
+        try:
+            book = load_pricebook(self.paths)
+        except NeuronBenchError as exc:
+            self._show_error("The price book cannot be read", exc)
+            return None
+        dialog = InstanceTypeDialog(runs, book, self)
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.declared.connect(lambda itype, region: self._declare([r.run_id for r in runs], book, itype, region))
+        dialog.finished.connect(self._declare_dialog_closed)
+        self.declare_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _declare_dialog_closed(self, _code: int) -> None:
+        dialog, self.declare_dialog = self.declare_dialog, None
+        if dialog is not None:
+            dialog.deleteLater()
+
+    def _declare(self, run_ids: list[str], book, instance_type: str, region: str) -> None:
+        self.status.show_message(f"Pricing {len(run_ids)} run(s) as {instance_type}…")
+        self.bridge.call("history-declare", declare_in_store, self.paths.runs_db, book, run_ids, instance_type,
+                         region or None, on_done=self._declared, on_failed=self._declare_failed)
+
+    def _declared(self, runs: list[StoredRun]) -> None:
+        cost = (runs[0].result or {}).get("cost") or {} if runs else {}
+        price = f"{usd(cost['usd_per_hour'])}/h" if cost.get("usd_per_hour") is not None else "no price"
+        declared = (runs[0].declared or {}) if runs else {}
+        self.status.show_message(f"Declared {declared.get('instance_type')} for {len(runs)} run(s) ({price}): "
+                                 "History, Compare and reports now price them with it.")
+        self.runs_priced.emit([run.run_id for run in runs])
+        self.refresh()
+
+    def _declare_failed(self, exc: BaseException) -> None:
+        self._show_error("The instance type was not declared", exc)
 
     def ask_delete(self) -> None:
         """Ask (without blocking the event loop) before deleting the selected runs."""

@@ -35,10 +35,13 @@ class HostRow:
 
     @property
     def instance_type(self) -> str | None:
-        return self.profile.instance_type or (self.env or {}).get("instance_type")
+        launch = self.profile.ec2.instance_type if self.profile.ec2 else None
+        return self.profile.instance_type or launch or (self.env or {}).get("instance_type")
 
     def accelerators(self) -> str:
         env = self.env or {}
+        if self.profile.ec2 is not None and not env:
+            return "launched per run" + (" (spot)" if self.profile.ec2.spot else "")
         if self.status == "probing" and not env:
             return "probing…"
         if not env:

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from app.cli.text import format_result
 from app.core.specs import spec_summary
+from app.services.ec2.lease import STAGES as LAUNCH_STAGES
 from app.ui import theme
 from app.ui.bridge import QUEUED, RunJob
 from app.ui.models.run_state import LiveRunState, missing_reason
@@ -97,11 +98,11 @@ class LiveRunView(QFrame):
     error_raised = Signal(str, str, str)
     finished = Signal(object)  # self
 
-    def __init__(self, job: RunJob, title: str, parent: QWidget | None = None) -> None:
+    def __init__(self, job: RunJob, title: str, parent: QWidget | None = None, node: int | None = None) -> None:
         super().__init__(parent)
         self.job = job
         self.title = title
-        self.state = LiveRunState(job.host, job.spec)
+        self.state = LiveRunState(job.host, job.spec, node)
         self._drawn_version = -1
         self.done = False  # the run's thread has reported how it ended (result, failure or detach)
         self._dot_status = ""
@@ -207,6 +208,7 @@ class LiveRunView(QFrame):
         job.failed.connect(self.on_failed, QUEUED)
         job.detached.connect(self.on_detached, QUEUED)
         job.warning.connect(self.on_warning, QUEUED)
+        job.stage.connect(self.on_stage, QUEUED)
         self.refresh()
 
     # ------------------------------------------------------------ layout
@@ -264,6 +266,13 @@ class LiveRunView(QFrame):
     @Slot(str)
     def on_warning(self, message: str) -> None:
         self.state.note("warning", message)
+
+    @Slot(str, str)
+    def on_stage(self, stage: str, sentence: str) -> None:
+        """A launched instance's progress (launching, pending, running, ssh up, deployed, terminated)."""
+        if self.state.events_seen == 0 and stage in LAUNCH_STAGES:
+            self.state.mark(self.state.status, f"EC2: {stage}")
+        self.state.note("warning" if stage in ("gone", "terminate failed") else "info", sentence)
 
     def cancel(self) -> None:
         if not self.done:

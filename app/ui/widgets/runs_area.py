@@ -61,8 +61,9 @@ class RunsArea(QStackedWidget):
                 view.deleteLater()
         self._relayout()
 
-    def add_run(self, job: RunJob, title: str) -> LiveRunView:
-        view = LiveRunView(job, title)
+    def add_run(self, job: RunJob, title: str, node: int | None = None) -> LiveRunView:
+        """A view of ``job``; of one node's part when ``node`` is given (a multi-node run has one view a node)."""
+        view = LiveRunView(job, title, node=node)
         view.error_raised.connect(self.error_raised)
         view.finished.connect(self._on_view_finished)
         self.views.append(view)

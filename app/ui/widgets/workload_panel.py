@@ -19,15 +19,17 @@ from PySide6.QtWidgets import (
 
 from app.core.errors import BadSpecError
 from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
-from app.core.specs import build_spec, flag_for, parse_batch_sizes, parse_model_args
+from app.core.specs import build_spec, flag_for, host_fit_problem, parse_batch_sizes, parse_model_args
 from app.ui import theme
 from app.ui.widgets.model_picker import ModelPicker
-from remote_agent.protocol import BACKENDS, PRECISIONS, WORKLOADS, RunSpec
+from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, WORKLOADS, RunSpec
 
 DEFAULT_PRESET = "quickstart"
 CUSTOM = ""
 WORKLOAD_LABELS = {"train": "Training", "infer": "Inference"}
-TRAIN_ONLY = ("steps", "workers")
+TRAIN_ONLY = ("steps", "workers", "data")
+AUTO_WORKERS = -1  # the workers spin box's "auto" position: RunSpec.workers None, chosen by the agent
+DATA_LABELS = {"host": "host: the seed's loader", "device": "device: one batch, reused"}
 INFER_ONLY = ("duration", "min_iters")
 
 
@@ -37,7 +39,8 @@ def form_of(spec: RunSpec, preset: Any) -> dict[str, Any]:
         "preset": preset, "workload": spec.workload, "model": spec.model,
         "model_args": _model_args_text(spec.model_args), "backend": spec.backend, "precision": spec.precision,
         "batch_sizes": ",".join(str(b) for b in spec.batch_sizes), "steps": spec.steps, "warmup": spec.warmup,
-        "duration": spec.duration, "min_iters": spec.min_iters, "nproc": spec.nproc, "workers": spec.workers,
+        "duration": spec.duration, "min_iters": spec.min_iters, "nproc": spec.nproc,
+        "workers": AUTO_WORKERS if spec.workers is None else spec.workers, "data": spec.data,
     }
 
 
@@ -86,18 +89,23 @@ class WorkloadPanel(QWidget):
         self.duration.setSuffix(" s")
         self.min_iters = self._spin(1, 100_000_000)
         self.nproc = self._spin(1, 256)
-        self.workers = self._spin(0, 64)
+        self.workers = self._spin(AUTO_WORKERS, 64)
+        self.workers.setSpecialValueText("auto (from the host's vCPUs)")
+        self.data = QComboBox()
+        for name in DATA_SOURCES:
+            self.data.addItem(DATA_LABELS[name], name)
+        self._host_envs: dict[str, dict[str, Any]] = {}
 
         self.fields: dict[str, QWidget] = {
             "workload": self.workload, "model": self.model, "model_args": self.model_args,
             "backend": self.backend, "precision": self.precision, "batch_sizes": self.batch_sizes,
             "steps": self.steps, "warmup": self.warmup, "duration": self.duration, "min_iters": self.min_iters,
-            "nproc": self.nproc, "workers": self.workers,
+            "nproc": self.nproc, "workers": self.workers, "data": self.data,
         }
         labels = {"workload": "Workload", "model": "Model", "model_args": "Model args", "backend": "Backend",
                   "precision": "Precision", "batch_sizes": "Batch size(s)", "steps": "Steps",
                   "warmup": "Warm-up", "duration": "Duration", "min_iters": "Min. requests",
-                  "nproc": "Cores / processes", "workers": "Loader workers"}
+                  "nproc": "Cores / processes", "workers": "Loader workers", "data": "Input data"}
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.form.addRow("Preset", self.preset)
@@ -154,6 +162,7 @@ class WorkloadPanel(QWidget):
             "precision": self.precision.currentText(), "batch_sizes": self.batch_sizes.text(),
             "steps": self.steps.value(), "warmup": self.warmup.value(), "duration": self.duration.value(),
             "min_iters": self.min_iters.value(), "nproc": self.nproc.value(), "workers": self.workers.value(),
+            "data": self.data.currentData(),
         }
 
     def set_form_values(self, values: dict[str, Any]) -> None:
@@ -161,6 +170,7 @@ class WorkloadPanel(QWidget):
         self._filling = True
         try:
             self._set_combo_data(self.workload, values.get("workload"))
+            self._set_combo_data(self.data, values.get("data", "host"))
             for name in ("model", "model_args", "batch_sizes"):
                 if isinstance(values.get(name), str):
                     self.fields[name].setText(values[name])  # type: ignore[attr-defined]
@@ -215,7 +225,26 @@ class WorkloadPanel(QWidget):
                           model_args=args, backend=self.backend.currentText(),
                           precision=self.precision.currentText(), batch_sizes=sizes, steps=self.steps.value(),
                           warmup=self.warmup.value(), duration=self.duration.value(),
-                          min_iters=self.min_iters.value(), nproc=self.nproc.value(), workers=self.workers.value())
+                          min_iters=self.min_iters.value(), nproc=self.nproc.value(), workers=self._workers(),
+                          data=self.data.currentData())
+
+    def _workers(self) -> int | None:
+        return None if self.workers.value() == AUTO_WORKERS else self.workers.value()
+
+    def set_host_envs(self, envs: dict[str, dict[str, Any]]) -> None:
+        """The probes of the hosts ticked to run on: the form is also checked against what they have."""
+        if envs != self._host_envs:
+            self._host_envs = dict(envs)
+            self.validate()
+
+    def _check_hosts(self, spec: RunSpec) -> None:
+        """Raise BadSpecError (on the nproc field) if a probed host cannot run ``spec``."""
+        for name, env in self._host_envs.items():
+            problem = host_fit_problem(spec, env)
+            if problem:
+                error = BadSpecError(f"{name}: {problem}")
+                error.field = "nproc"
+                raise error
 
     def spec(self) -> RunSpec | None:
         """The valid RunSpec, or None while the form holds a mistake."""
@@ -224,7 +253,9 @@ class WorkloadPanel(QWidget):
     def validate(self) -> bool:
         was = self.valid
         try:
-            self._spec = self.build()
+            spec = self.build()
+            self._check_hosts(spec)
+            self._spec = spec
         except BadSpecError as exc:
             self._spec, self.valid = None, False
             self._show_error(str(exc), exc.field)

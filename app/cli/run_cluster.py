@@ -1,0 +1,78 @@
+"""``neuronbench run --nodes H1,H2,...``: one training run across several SSH hosts (torchrun on every node)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from app.cli.hosts_resolve import transport_for_profile
+from app.cli.progress import ProgressPrinter
+from app.core.cluster import cluster_label, declared_multinode_problem, launched_nodes_problem, node_address
+from app.core.errors import BadSpecError, NeuronBenchError
+from app.core.specs import build_spec
+from app.paths import AppPaths
+from app.services.cluster_run import ClusterRun, NodeTarget
+from app.services.hosts_store import HostsStore
+from app.services.recorder import RunRecorder, open_recording
+from app.services.ssh_prompts import SshPrompts
+from remote_agent.protocol import RunSpec, new_run_id
+
+
+def parse_nodes(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if len(names) < 2:
+        raise BadSpecError(f"--nodes {text!r}: name two hosts or more, comma-separated (one run spans them all)")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise BadSpecError(f"--nodes names {', '.join(twice)} twice: each host is one node")
+    return names
+
+
+def run_cluster(args: argparse.Namespace, spec: RunSpec, paths: AppPaths, prompts: SshPrompts, hosts: HostsStore,
+                events_file: Callable[[dict[str, Any]], None], warn: Callable[[str], None]) -> list[dict[str, Any]]:
+    names = parse_nodes(args.nodes)
+    if args.nnodes is not None and args.nnodes != len(names):
+        raise BadSpecError(f"--nnodes {args.nnodes} but --nodes names {len(names)} hosts: one node per host")
+    if spec.workload != "train":
+        raise BadSpecError("--nodes runs one training across the hosts; inference runs on one host "
+                           "(use --host for each)")
+    spec = build_spec(spec, nnodes=len(names))
+    profiles = [hosts.get(name) for name in names]
+    problem = launched_nodes_problem([(p.name, p.ec2 is not None) for p in profiles]) or \
+        declared_multinode_problem(len(names), spec.backend, [p.instance_type for p in profiles])
+    if problem:
+        raise BadSpecError(problem)
+    transports = [transport_for_profile(p, paths, prompts, hosts) for p in profiles]
+    targets = [NodeTarget(t, node_address(p.hostname, p.local)) for t, p in zip(transports, profiles, strict=True)]
+    store, book = open_recording(paths, warn)
+    results = []
+    try:
+        for repeat in range(1, args.repeats + 1):
+            run_id = new_run_id()
+            label = f" #{repeat}/{args.repeats}" if args.repeats > 1 else ""
+            printer = ProgressPrinter(cluster_label(names), spec, label, stream=sys.stderr)
+            recorder = RunRecorder.start(store, book, cluster_label(names), spec, run_id, on_error=warn,
+                                         declared_type=profiles[0].instance_type, declared_region=profiles[0].region)
+
+            def on_event(event: dict[str, Any], recorder: RunRecorder = recorder,
+                         printer: ProgressPrinter = printer) -> None:
+                recorder(event)  # stored before anything else sees it
+                events_file(event)
+                printer(event)
+
+            cluster = ClusterRun(targets, spec, run_id, on_event=on_event, on_notice=printer.note,
+                                 master_addr=args.master_addr, rendezvous_timeout_s=args.rendezvous_timeout)
+            try:
+                result = recorder.finish(cluster.run())
+            except NeuronBenchError as exc:
+                result = recorder.fail(exc)
+            if args.repeats > 1:
+                result["repeat"] = {"index": repeat, "of": args.repeats}
+            results.append(result)
+    finally:
+        store.close()
+        for transport in transports:
+            transport.release()
+            transport.close()
+    return results

@@ -1,0 +1,1 @@
+"""EC2: launching the instances a benchmark runs on, and never leaving one running."""

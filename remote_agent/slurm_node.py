@@ -1,0 +1,117 @@
+"""One node of a multi-node run that Slurm started (``agent _slurm_node RUN_ID`` under ``srun``).
+
+The app submits a batch job on the cluster's login node whose ``srun`` starts this
+once on every allocated node, with ``SLURM_NODEID`` (the node's rank),
+``SLURM_NNODES`` and ``NEURONBENCH_MASTER_ADDR`` (the first node's address in the
+allocation) in the environment.  The run's spec waits in the job folder
+``runs/<run_id>/`` (a home folder shared with the login node, as Slurm clusters
+have).  Node 0 picks the rendezvous ports and writes them there for the others;
+then each node runs the ordinary supervisor in the foreground, in its own run
+folder ``runs/<run_id>-n<K>/``: Slurm tracks the processes, ``scancel`` stops them
+(the supervisor ends the run ``cancelled``), and the login node's ``attach``
+follows each node's events through the shared folder.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from typing import Any, Dict, Optional
+
+from remote_agent.eventlog import EventLog, emit_hello
+from remote_agent.protocol import NodePlacement, RunSpec
+from remote_agent.rundir import RunDir, write_pid_file
+
+MASTER_FILE = "master.json"
+SLURM_FILE = "slurm.json"
+ACTIVE_STATES = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING",
+                 "SIGNALING", "STAGE_OUT")
+_SQUEUE_EVERY_S = 5.0
+_last_look: Dict[str, Any] = {}
+
+
+def node_run_id(run_id: str, index: int) -> str:
+    return "%s-n%d" % (run_id, index)  # as app.core.cluster names them
+
+
+def _write_json(path: str, data: Dict[str, Any]) -> None:
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)  # whole or not at all: other nodes poll for it
+
+
+def _master(job: RunDir, rank: int, address: str, timeout_s: float) -> Dict[str, Any]:
+    """Node 0 picks two free ports on its address and publishes them; the others wait for them."""
+    path = os.path.join(job.path, MASTER_FILE)
+    if rank == 0:
+        from remote_agent.multinode import free_ports
+
+        master_port, comm_port = free_ports(address, 2)
+        found = {"address": address, "master_port": master_port, "comm_port": comm_port}
+        _write_json(path, found)
+        return found
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(path) as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            if time.monotonic() > deadline:
+                raise RuntimeError("node 0 did not publish the rendezvous ports in %s within %d s"
+                                   % (path, timeout_s)) from None
+            time.sleep(0.2)
+
+
+def node_main(run_id: str) -> int:
+    """Set up this node's run folder from the job folder and the Slurm environment, then supervise it."""
+    from remote_agent.supervisor import Supervisor
+
+    rank, nnodes = int(os.environ["SLURM_NODEID"]), int(os.environ["SLURM_NNODES"])
+    job = RunDir.for_id(run_id)
+    with open(job.spec) as handle:
+        spec = RunSpec.from_dict(json.load(handle))
+    with open(os.path.join(job.path, "request.json")) as handle:
+        request = json.load(handle)
+    timeout = int(request.get("rendezvous_timeout_s") or 300)
+    found = _master(job, rank, os.environ["NEURONBENCH_MASTER_ADDR"], timeout)
+    node = NodePlacement(node_rank=rank, nnodes=nnodes, master_addr=str(found["address"]),
+                         master_port=int(found["master_port"]), comm_port=int(found["comm_port"]),
+                         name=os.environ.get("SLURMD_NODENAME") or "", rendezvous_timeout_s=timeout)
+    run = RunDir.for_id(node_run_id(run_id, rank))
+    run.create()
+    with open(run.spec, "w") as handle:
+        json.dump(spec.to_dict(), handle, indent=1)
+    _write_json(run.node, node.to_dict())
+    _write_json(os.path.join(run.path, SLURM_FILE), {"job_id": os.environ.get("SLURM_JOB_ID"), "node": rank})
+    log = EventLog.open(run.events)
+    emit_hello(log, run.run_id, os.getpid(), spec.to_dict())
+    log.close()
+    write_pid_file(run, os.getpid())
+    return Supervisor(run).main()
+
+
+def job_alive(run: RunDir) -> bool:
+    """Whether the Slurm job of a node's run folder is still active (asked of ``squeue`` at most every 5 s)."""
+    try:
+        with open(os.path.join(run.path, SLURM_FILE)) as handle:
+            job_id = str(json.load(handle)["job_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    seen = _last_look.get(job_id)
+    if seen is not None and time.monotonic() - seen[0] < _SQUEUE_EVERY_S:
+        return bool(seen[1])
+    alive = _squeue_state(job_id) in ACTIVE_STATES
+    _last_look[job_id] = (time.monotonic(), alive)
+    return alive
+
+
+def _squeue_state(job_id: str) -> Optional[str]:
+    try:
+        out = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    state = out.stdout.decode("utf-8", "replace").strip().split("\n")[0].strip()
+    return state or None

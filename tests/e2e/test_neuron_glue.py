@@ -1,0 +1,117 @@
+"""The neuron backend's real code, run end to end on a machine without Neuron.
+
+The host's Neuron parts are test doubles, as DESIGN.md §7 asks: `neuron-ls`
+(tests/doubles/bin, replaying a recorded inf2.xlarge: one device, 2 NeuronCores),
+a stand-in `/dev/neuron0` (NEURONBENCH_NEURON_DEVICE_GLOB) and a stand-in
+`torch_neuronx` (tests/doubles/python: trace = a TorchScript trace, DataParallel =
+the batch split over N copies).  Everything else is the product: the CLI, the
+agent zipapp, the supervisor's pre-flight, the worker, NeuronBackend's trace, save,
+load and DataParallel, and the batch it feeds.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, DOUBLES_BIN, REPO
+from tests.helpers import tiny_model_flags
+
+pytestmark = pytest.mark.slow
+STAND_INS = REPO / "tests" / "doubles" / "python"
+
+
+@pytest.fixture
+def neuron_host(cli_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """This computer dressed as an inf2.xlarge with both NeuronCores free."""
+    devices = json.loads((DATA / "neuron" / "neuron-ls-inf2-xlarge.json").read_text())
+    for device in devices:
+        device["neuron_processes"] = []  # the recording shows a server holding the cores: free them
+    listing = tmp_path / "neuron-ls-inf2-idle.json"
+    listing.write_text(json.dumps(devices))
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "neuron0").write_text("")
+    bindir = tmp_path / "host-bin"
+    bindir.mkdir()
+    (bindir / "neuron-ls").symlink_to(DOUBLES_BIN / "neuron-ls")
+    env = dict(cli_env)
+    env.update({
+        "PATH": f"{bindir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        "PYTHONPATH": f"{STAND_INS}{os.pathsep}{env.get('PYTHONPATH', '')}",
+        "NEURONBENCH_NEURON_DEVICE_GLOB": str(dev / "neuron*"),
+        "NEURONBENCH_FAKE_NEURON_LS": str(listing),
+        "NEURONBENCH_FAKE_NEURONX_LOG": str(tmp_path / "torch_neuronx.log"),
+    })
+    return env
+
+
+def neuronx_calls(env: dict[str, str]) -> list[dict]:
+    log = Path(env["NEURONBENCH_FAKE_NEURONX_LOG"])
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_traced_inference_over_two_neuroncores_runs_the_real_backend(run_cli, neuron_host, app_paths):
+    out = run_cli("run", "--host", "local", "--workload", "infer", "--backend", "neuron", *tiny_model_flags(),
+                  "--batch-sizes", "1,4", "--nproc", "2", "--warmup", "2", "--min-iters", "20",
+                  "--duration", "0.2", "--json", env=neuron_host)
+    assert out.code == 0, out.stderr
+    result = out.json()[0]
+    assert result["status"] == "ok" and result["backend"] == "neuron"
+    assert result["env"]["torch_neuronx"] == "2.9.0.2.11.0+testdouble"
+    assert result["env"]["neuron_cores"] == 2
+    detail = result["backend_detail"]
+    assert detail["torch_neuronx"] == "2.9.0.2.11.0+testdouble" and "NeuronCore x2" in detail["device"]
+    # Each request feeds both NeuronCores one traced batch: throughput counts both.
+    rows = {row["batch_size"]: row for row in result["infer"]}
+    assert rows[1]["samples_per_request"] == 2 and rows[4]["samples_per_request"] == 8
+    for row in rows.values():
+        assert row["iterations"] >= 20 and row["throughput_per_s"] > 0
+
+    calls = neuronx_calls(neuron_host)
+    traces = [c for c in calls if c["call"] == "trace"]
+    assert [c["batch"] for c in traces] == [1, 4]
+    assert len({c["pid"] for c in traces}) == 2  # one fresh process per batch size (never fork the runtime)
+    assert [c["cores"] for c in calls if c["call"] == "DataParallel"] == [[0, 1], [0, 1]]
+    assert all(not c["dynamic"] for c in calls if c["call"] == "DataParallel")
+    assert [c["per_core"] for c in calls if c["call"] == "DataParallel.forward"] == [[1, 1], [4, 4]]
+    # The traced artefact was saved and loaded from the run's folder on the host, as the seed serves it.
+    run_dir = app_paths.local_agent_home / "runs" / result["run_id"]
+    assert sorted(p.name for p in run_dir.glob("traced-bs*.pt")) == ["traced-bs1.pt", "traced-bs4.pt"]
+
+
+def test_more_processes_than_neuroncores_is_refused_before_anything_starts(run_cli, neuron_host, tmp_path):
+    events = tmp_path / "events.jsonl"
+    out = run_cli("run", "--host", "local", "--workload", "infer", "--backend", "neuron", *tiny_model_flags(),
+                  "--batch-sizes", "1", "--nproc", "4", "--events", str(events), env=neuron_host)
+    assert out.code != 0
+    assert "--nproc 4 but this host has 2 NeuronCores: run with --nproc 2 or fewer" in out.stderr
+    stream = [json.loads(line) for line in events.read_text().splitlines()]
+    assert stream[-1] == {**stream[-1], "type": "end", "status": "failed"}
+    assert not any(e["type"] == "log" and "workload process" in e["message"] for e in stream)
+    assert neuronx_calls(neuron_host) == []  # nothing traced, no NeuronCore touched
+
+
+def test_more_training_processes_than_gpus_is_refused_in_one_sentence(run_cli, cli_env, tmp_path):
+    """The H100 failure (rank 1: `CUDA error: invalid device ordinal`) as a pre-flight sentence.
+
+    The GPU count comes from the host's `nvidia-smi` (a double replaying one A10G): the refusal
+    happens before any worker imports torch, so no real GPU is needed to see it.
+    """
+    bindir = tmp_path / "host-bin"
+    bindir.mkdir()
+    (bindir / "nvidia-smi").symlink_to(DOUBLES_BIN / "nvidia-smi")
+    env = dict(cli_env, PATH=f"{bindir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{cli_env['PATH']}",
+               NEURONBENCH_FAKE_NVIDIA_SMI_COUNT="1")
+    out = run_cli("run", "--host", "local", "--workload", "train", "--backend", "cuda", *tiny_model_flags(),
+                  "--steps", "5", "--warmup", "1", "--nproc", "2", "--json", env=env)
+    assert out.code != 0
+    result = out.json()[0]
+    assert result["status"] == "failed"
+    assert result["error"]["kind"] == "bad_spec"
+    assert result["error"]["message"].startswith("--nproc 2 but this host has 1 GPU: run with --nproc 1")
+    assert "--nproc 2 but this host has 1 GPU" in out.stderr
+    assert result["train"] is None
