@@ -103,3 +103,26 @@ def ssh_env(cli_env: dict[str, str], ssh_client: SshClient) -> dict[str, str]:
     env["HOME"] = str(ssh_client.home)
     env.pop("SSH_AUTH_SOCK", None)
     return env
+
+
+# ------------------------------------------------------------------ a real Slurm (tests/cluster/slurm_cluster.py)
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """munged, slurmctld, two slurmd nodes and a login sshd, for the whole session; all stopped at its end."""
+    from tests.cluster.slurm_cluster import slurm_unavailable, start_slurm_cluster
+
+    reason = slurm_unavailable()
+    if reason:
+        pytest.skip(reason)
+    cluster = start_slurm_cluster(tmp_path_factory.mktemp("slurm"))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def slurm(slurm_cluster, ssh_client: SshClient):
+    """The session's Slurm, idle, with this test's client key let in to its login node."""
+    slurm_cluster.wait_idle()
+    slurm_cluster.authorize(Path(f"{ssh_client.key}.pub"))
+    yield slurm_cluster
+    slurm_cluster.command("scancel", "--user", "root")

@@ -103,11 +103,13 @@ class SshServer:
 
 
 def make_server(root: Path, client_key: Path, home: Path | None = None, extra_config: str = "",
-                address: str = "127.0.0.1", netns: str | None = None, sftp: bool = True) -> SshServer:
+                address: str = "127.0.0.1", netns: str | None = None, sftp: bool = True,
+                env: dict[str, str] | None = None) -> SshServer:
     """Configure (not start) an sshd in ``root`` that lets ``client_key`` log in as the current user.
 
     ``address``: any of 127.0.0.0/8 (all loopback on Linux), so several servers make several "machines".
     ``sftp=False`` leaves out the SFTP subsystem, as hardened images do.
+    ``env``: more variables every session sees (sshd takes only the first ``SetEnv`` line, so they join it).
     """
     if not PRIVSEP_DIR.is_dir():
         PRIVSEP_DIR.mkdir(mode=0o755, parents=True)
@@ -136,7 +138,7 @@ KbdInteractiveAuthentication no
 PrintMotd no
 AllowTcpForwarding yes
 {subsystem}
-SetEnv HOME={home} NEURONBENCH_SYSFS_ROOT={no_ec2}
+SetEnv HOME={home} NEURONBENCH_SYSFS_ROOT={no_ec2}{"".join(f" {k}={v}" for k, v in (env or {}).items())}
 {extra_config}
 """)
     return SshServer(root=root, port=port, home=home, host_key=host_key, client_key=client_key, user=user,
