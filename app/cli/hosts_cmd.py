@@ -10,6 +10,7 @@ from app.cli.hosts_resolve import prompts_for, transport_for_profile
 from app.core.ec2_launch import Ec2Launch
 from app.core.errors import BadSpecError, NeuronBenchError
 from app.core.hosts import SSH_PORT, HostProfile
+from app.core.slurm import SlurmSettings
 from app.paths import AppPaths
 from app.services.ec2.aws import AwsClients
 from app.services.ec2.inventory import import_running, require_region
@@ -20,6 +21,8 @@ from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL
 _HELP = {name: meta["help"] for name, meta in HostProfile.field_help().items()}
 _EC2_HELP = {name: meta["help"] for name, meta in Ec2Launch.field_help().items()}
 _EC2_ONLY = ("key_name", "spot", "subnet", "security_group", "ami", "max_minutes")
+_SLURM_HELP = {name: meta["help"] for name, meta in SlurmSettings.field_help().items()}
+_SLURM_ONLY = ("partition", "account", "time", "exclusive")
 
 
 def register(commands, common: argparse.ArgumentParser) -> None:
@@ -50,11 +53,22 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     launch.add_argument("--security-group", default="", metavar="G", help=_EC2_HELP["security_group"])
     launch.add_argument("--ami", default="", metavar="AMI", help=_EC2_HELP["ami"])
     launch.add_argument("--max-minutes", type=int, default=0, metavar="M", help=_EC2_HELP["max_minutes"])
+    slurm = add.add_argument_group("with --slurm (the --hostname is the cluster's SSH login node)")
+    slurm.add_argument("--slurm", action="store_true", help=_HELP["slurm"])
+    slurm.add_argument("--partition", default="", metavar="P", help=_SLURM_HELP["partition"])
+    slurm.add_argument("--account", default="", metavar="A", help=_SLURM_HELP["account"])
+    slurm.add_argument("--time", type=int, default=0, metavar="MIN", help=_SLURM_HELP["time_minutes"])
+    slurm.add_argument("--exclusive", action="store_true", help=_SLURM_HELP["exclusive"])
     add.set_defaults(handler=handle_add)
 
     listing = sub.add_parser("list", parents=[common], help="list the hosts")
     listing.add_argument("--json", action="store_true", help="print the profiles as JSON on stdout")
     listing.set_defaults(handler=handle_list)
+
+    show = sub.add_parser("show", parents=[common], help="show one host profile")
+    show.add_argument("name", metavar="NAME")
+    show.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
+    show.set_defaults(handler=handle_show)
 
     remove = sub.add_parser("remove", parents=[common], help="forget a host profile")
     remove.add_argument("name", metavar="NAME")
@@ -108,17 +122,34 @@ def _launch_from(args: argparse.Namespace) -> Ec2Launch | None:
                      max_minutes=args.max_minutes)
 
 
+def _slurm_from(args: argparse.Namespace) -> SlurmSettings | None:
+    if not args.slurm:
+        given = [f"--{name}" for name in _SLURM_ONLY if getattr(args, name)]
+        if given:
+            raise BadSpecError(f"{', '.join(given)} go with --slurm (a Slurm cluster's login node)")
+        return None
+    return SlurmSettings(partition=args.partition, account=args.account, time_minutes=args.time,
+                         exclusive=args.exclusive)
+
+
 def handle_add(args: argparse.Namespace) -> int:
     _paths, store = _store(args)
     profile = HostProfile(name=args.name, local=args.local, hostname=args.hostname or "", port=args.port,
                           user=args.user, identity_file=args.identity, proxy_jump=args.proxy_jump,
                           python=args.python, instance_type=args.instance_type, region=args.region,
-                          ec2=_launch_from(args))
+                          ec2=_launch_from(args), slurm=_slurm_from(args))
     store.add(profile)
     if profile.identity_file and not os.path.isfile(os.path.expanduser(profile.identity_file)):
         print(f"neuronbench: warning: the key file {profile.identity_file} does not exist (yet)", file=sys.stderr)
-    print(f"added {profile.name}: {profile.address}", file=sys.stderr)
+    print(f"added {profile.name}: {_where(profile)}", file=sys.stderr)
     return 0
+
+
+def _where(profile: HostProfile) -> str:
+    """The address, and for a Slurm login node what its jobs ask for."""
+    if profile.slurm is None:
+        return profile.address
+    return f"{profile.address}, the login node of a Slurm cluster ({profile.slurm.describe()})"
 
 
 def handle_list(args: argparse.Namespace) -> int:
@@ -129,12 +160,32 @@ def handle_list(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     rows = [("NAME", "ADDRESS", "VIA", "PYTHON", "INSTANCE", "REGION")]
-    rows += [(p.name, p.address, p.proxy_jump or "-", p.python or ("the app's" if p.local else "auto"),
+    rows += [(p.name, p.address if p.slurm is None else f"{p.address} (Slurm login node)", p.proxy_jump or "-",
+              p.python or ("the app's" if p.local else "auto"),
               p.instance_type or "-", p.region or "-")
              for p in profiles]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def handle_show(args: argparse.Namespace) -> int:
+    _paths, store = _store(args)
+    profile = store.get(args.name)
+    if args.json:
+        json.dump(profile.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{profile.name}: {_where(profile)}")
+    for name, value in profile.to_dict().items():
+        if name not in ("name", "slurm", "ec2") and value not in ("", None, False, SSH_PORT):
+            print(f"  {name.replace('_', ' ')}: {value}")
+    if profile.ec2 is not None:
+        print(f"  launched on EC2 for each run: {profile.ec2.describe()}")
+    if profile.slurm is not None:
+        print(f"  runs: sbatch on the login node ({profile.slurm.describe()}), srun starts the agent on every "
+              f"node (run --nnodes N), scancel stops them")
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from app.core.ec2_launch import Ec2Launch
 from app.core.errors import BadSpecError
+from app.core.slurm import SlurmSettings
 
 LOCAL_HOST = "local"
 SSH_PORT = 22
@@ -77,10 +78,15 @@ class HostProfile:
     ec2: Ec2Launch | None = field(default=None, metadata=_help(
         "launch an EC2 instance for each run and terminate it after (no --hostname: the instance is reached by "
         "its id through ~/.ssh/config, else its public address)", "--ec2"))
+    slurm: SlurmSettings | None = field(default=None, metadata=_help(
+        "the SSH login node of a Slurm cluster: runs are submitted with sbatch (run --nnodes N: one training on N "
+        "nodes), srun starts the agent on every node, scancel stops them", "--slurm"))
 
     def __post_init__(self) -> None:
         if isinstance(self.ec2, dict):  # from JSON
             object.__setattr__(self, "ec2", Ec2Launch.from_dict(self.ec2))
+        if isinstance(self.slurm, dict):
+            object.__setattr__(self, "slurm", SlurmSettings.from_dict(self.slurm))
         self.validate()
 
     def validate(self) -> None:
@@ -97,8 +103,11 @@ class HostProfile:
             value = getattr(self, name)
             need(isinstance(value, str), f"host {self.name}: {name} must be text")
             need(not _CONTROL.search(value), f"host {self.name}: {name} must not contain control characters")
+        need(self.slurm is None or isinstance(self.slurm, SlurmSettings), f"host {self.name}: slurm must be settings")
         if self.local:
             need(self.ec2 is None, f"host {self.name}: --local and --ec2 exclude each other")
+            need(self.slurm is None, f"host {self.name}: --slurm names a cluster's login node reached over SSH; "
+                                     f"give its --hostname instead of --local")
             ssh_fields = [f.metadata["flag"] for f in fields(self) if f.name in
                           ("hostname", "user", "identity_file", "proxy_jump") and getattr(self, f.name)]
             need(not ssh_fields and self.port == SSH_PORT,
@@ -107,6 +116,8 @@ class HostProfile:
         need(self.name != LOCAL_HOST, f"{LOCAL_HOST!r} is the built-in name of this computer; choose another name")
         if self.ec2 is not None:
             need(isinstance(self.ec2, Ec2Launch), f"host {self.name}: ec2 must be a launch setting")
+            need(self.slurm is None, f"host {self.name}: --ec2 launches one instance per run; a Slurm cluster's "
+                                     f"login node is already there (give its --hostname with --slurm)")
             need(not self.hostname, f"host {self.name} is launched on EC2 for each run: drop --hostname "
                                     f"(the instance gets its address when it starts)")
             need(not self.proxy_jump, f"host {self.name} is launched on EC2: reach instances through jump hosts "
@@ -130,7 +141,10 @@ class HostProfile:
         return f"{user}{host}" + (f":{self.port}" if self.port != SSH_PORT else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.slurm is None:
+            del data["slurm"]  # hosts files stay as they were for every other host
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HostProfile:
