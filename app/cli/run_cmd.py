@@ -11,6 +11,7 @@ from app.cli.ec2_plan import confirm_launches, ec2_options, launch_plans
 from app.cli.hosts_resolve import prompts_for, transport_for_profile
 from app.cli.progress import ProgressPrinter, progress_stream
 from app.cli.run_cluster import run_cluster
+from app.cli.run_slurm import run_slurm
 from app.cli.text import format_repeats, format_result
 from app.core.errors import BadSpecError
 from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
@@ -33,8 +34,9 @@ def register(commands, common: argparse.ArgumentParser) -> None:
                        help="host to run on (repeat for several, each its own run; `local` is this computer)")
     where.add_argument("--nodes", metavar="H1,H2,...",
                        help="ONE training run across these hosts (torchrun on every node, the first one's rank 0)")
-    cluster = p.add_argument_group("Multi-node options (--nodes)")
-    cluster.add_argument("--nnodes", type=int, metavar="N", help=_HELP["nnodes"] + " (with --nodes: their number)")
+    cluster = p.add_argument_group("Multi-node options (--nodes, or --host of a Slurm login node)")
+    cluster.add_argument("--nnodes", type=int, metavar="N", help=_HELP["nnodes"] + " (with --nodes: their number; "
+                         "with a Slurm host: the nodes to allocate)")
     cluster.add_argument("--master-addr", metavar="ADDR",
                          help="the address the other nodes reach the first node on (default: the first node's own "
                               "address on its route to the second)")
@@ -137,9 +139,21 @@ def handle(args: argparse.Namespace) -> int:
         finally:
             events_file.close()
         return report_results(args, results)
-    if args.nnodes not in (None, 1):
-        raise BadSpecError("--nnodes needs --nodes H1,H2,... (SSH hosts), one node per host")
     profiles = {name: hosts.get(name) for name in args.host}
+    slurm_hosts = [name for name, profile in profiles.items() if profile.slurm is not None]
+    if slurm_hosts:
+        if len(profiles) > 1:
+            raise BadSpecError(f"{slurm_hosts[0]} is a Slurm login node: run on it alone (--host {slurm_hosts[0]} "
+                               f"--nnodes N)")
+        events_file = EventsFile(args.events)
+        try:
+            results = run_slurm(args, spec, paths, prompts, profiles[slurm_hosts[0]], events_file, warn)
+        finally:
+            events_file.close()
+        return report_results(args, results)
+    if args.nnodes not in (None, 1):
+        raise BadSpecError("--nnodes needs --nodes H1,H2,... (SSH hosts, one node per host) or a Slurm host "
+                           "(--host NAME of a hosts add --slurm)")
     store, book = open_recording(paths, warn)  # every run lands in the run store, priced
     try:
         plans = launch_plans(list(profiles.values()), spec, args.repeats, book)

@@ -18,10 +18,12 @@ from app.cli.run_cmd import warn
 from app.cli.text import format_result
 from app.core.cluster import ClusterNode, cluster_label
 from app.core.errors import AgentError, BadSpecError
+from app.core.slurm import SlurmSettings
 from app.paths import AppPaths
 from app.services.cluster_run import ClusterRun, NodeTarget
 from app.services.recorder import RunRecorder, open_recording
 from app.services.session import AGENT_EXIT_NO_SUCH_RUN, RunSession
+from app.services.slurm_run import SlurmRun
 from app.services.store import RunStore, StoreError
 from remote_agent.protocol import RunSpec, check_run_id
 
@@ -94,6 +96,8 @@ def handle_attach(args: argparse.Namespace) -> int:
     store, book = open_recording(paths, warn)
     try:
         stored_cluster = _cluster(store, store.resolve(args.run_id)) if _known(store, args.run_id) else None
+        if stored_cluster is not None and stored_cluster[1].get("slurm"):
+            return _attach_slurm(args, paths, store, book, stored_cluster[1])
         if stored_cluster is not None:
             return _attach_cluster(args, paths, store, book, *stored_cluster)
         run_id, host = _locate(args, store)
@@ -176,6 +180,57 @@ def _attach_cluster(args: argparse.Namespace, paths: AppPaths, store: RunStore, 
     return 0
 
 
+def _slurm_run(args: argparse.Namespace, paths: AppPaths, hello: dict[str, Any], **kwargs: Any) -> SlurmRun:
+    """The Slurm run a stored hello describes, reached again through its login node."""
+    slurm = hello["slurm"]
+    transport = transport_for(slurm["host"], paths, prompts_for(args))
+    return SlurmRun(transport, SlurmSettings.from_dict(slurm.get("settings") or {}), RunSpec.from_dict(hello["spec"]),
+                    hello["run_id"], job_id=str(slurm["job_id"]), job_dir=str(slurm["job_dir"]), **kwargs)
+
+
+def _attach_slurm(args: argparse.Namespace, paths: AppPaths, store: RunStore, book, hello: dict[str, Any]) -> int:
+    """Follow a Slurm run again: still queued, it waits for its nodes; running, every node from where it was."""
+    run_id = hello["run_id"]
+    recorder, next_seq = _resume_recording(store, book, run_id)
+    if recorder is None:
+        run = store.load(run_id)
+        print(format_result(run.result) if run.result else f"run {run_id} ended {run.status} without a Result")
+        return 0 if run.status == "ok" else 1
+    printer = ProgressPrinter(hello["slurm"]["host"], RunSpec.from_dict(hello["spec"]))
+    printer.note(f"attaching to Slurm job {hello['slurm']['job_id']} of run {run_id} from event {next_seq}")
+
+    def on_event(event: dict[str, Any]) -> None:
+        recorder(event)
+        printer(event)
+
+    slurm = _slurm_run(args, paths, hello, on_event=on_event, on_notice=printer.note)
+    try:
+        result = recorder.finish(slurm.attach(store.events(run_id)))
+    finally:
+        slurm.login.close()
+    if args.json:
+        json.dump([result], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(format_result(result))
+    if result.get("status") != "ok":
+        print(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
+              f"{(result.get('error') or {}).get('message', 'no reason given')}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cancel_slurm(args: argparse.Namespace, paths: AppPaths, hello: dict[str, Any]) -> int:
+    """``scancel`` the run's job: Slurm stops it on every node (or takes it out of the queue)."""
+    slurm = _slurm_run(args, paths, hello)
+    try:
+        slurm.jobs.cancel(slurm.job_id)
+    finally:
+        slurm.login.close()
+    print(f"{slurm.login.host}: scancel {slurm.job_id}: Slurm stops the job on every node", file=sys.stderr)
+    return 0
+
+
 def _resume_recording(store: RunStore, book, run_id: str) -> tuple[RunRecorder | None, int]:
     """Record the rest of an unfinished stored run; a finished or unknown one is only replayed."""
     run = store.get_run(run_id)
@@ -218,6 +273,8 @@ def handle_cancel(args: argparse.Namespace) -> int:
         stored_cluster = _cluster(store, store.resolve(args.run_id)) if _known(store, args.run_id) else None
         if stored_cluster is None:
             run_id, host = _locate(args, store)
+    if stored_cluster is not None and stored_cluster[1].get("slurm"):
+        return _cancel_slurm(args, paths, stored_cluster[1])
     if stored_cluster is not None:
         return _cancel_cluster(args, paths, stored_cluster[0])
     args.host = host

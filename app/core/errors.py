@@ -68,3 +68,7 @@ class CloudError(NeuronBenchError):
 
 class InstanceGoneError(NeuronBenchError):
     """The instance a run was on went away mid-run (a spot interruption, or terminated from outside)."""
+
+
+class SchedulerError(NeuronBenchError):
+    """The cluster's scheduler (Slurm) refused or lost a job: its own message, in one sentence."""

@@ -125,7 +125,7 @@ class ClusterRun:
         had ended is not contacted again (its Result and end are among the held events).
         """
         held = list(held)
-        self._seq = max((e["seq"] for e in held), default=0)
+        self._seq = max([self._seq, *(e["seq"] for e in held)])  # after any event this object emitted itself
         self.rendezvous = rendezvous
         outcomes = outcomes_from_events([n.plan for n in self.nodes], held)
         for node in self.nodes:
@@ -225,11 +225,15 @@ class ClusterRun:
                 node.thread.join()
         if self._detached:
             raise Detached(f"run {self.run_id} goes on on its {len(self.nodes)} nodes")
-        result = merge_results(self.run_id, self.spec.to_dict(), [n.outcome for n in self.nodes],
-                               self._cancelled, self._culprit, self.rendezvous or "the master")
+        result = self._merged()
         self._emit({"type": "result", "result": result})
         self._emit({"type": "end", "status": result["status"]})
         return result
+
+    def _merged(self) -> dict[str, Any]:
+        """The run's one Result from its nodes' outcomes."""
+        return merge_results(self.run_id, self.spec.to_dict(), [n.outcome for n in self.nodes],
+                             self._cancelled, self._culprit, self.rendezvous or "the master")
 
     def _node_main(self, node: _Node, start: Callable[[_Node], dict[str, Any]]) -> None:
         try:

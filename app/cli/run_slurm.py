@@ -1,0 +1,105 @@
+"""``neuronbench run --host SLURMHOST --nnodes N``: one training run on N nodes of a Slurm cluster.
+
+Ctrl-C cancels the job (``scancel``) and follows it to its end, so the run is
+stored ``cancelled`` with every event it sent; a second Ctrl-C stops following
+and leaves the job to Slurm (``runs attach`` picks it up, ``runs cancel`` ends it).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from app.cli.hosts_resolve import transport_for_profile
+from app.cli.progress import ProgressPrinter
+from app.core.cluster import declared_multinode_problem
+from app.core.errors import BadSpecError, NeuronBenchError
+from app.core.hosts import HostProfile
+from app.core.specs import build_spec
+from app.paths import AppPaths
+from app.services.recorder import RunRecorder, open_recording
+from app.services.slurm_run import SlurmRun
+from app.services.ssh_prompts import SshPrompts
+from remote_agent.protocol import RunSpec, new_run_id
+
+
+def slurm_spec(spec: RunSpec, profile: HostProfile, nnodes: int | None) -> RunSpec:
+    """The run's spec on a Slurm host: a training on ``--nnodes`` nodes (two or more)."""
+    if spec.workload != "train":
+        raise BadSpecError(f"{profile.name} is a Slurm login node: it runs one training across --nnodes N nodes; "
+                           f"run inference on a node added as an SSH host")
+    if nnodes is None or nnodes < 2:
+        raise BadSpecError(f"{profile.name} is a Slurm login node: say on how many nodes to train with --nnodes N "
+                           f"(2 or more)")
+    problem = declared_multinode_problem(nnodes, spec.backend, [profile.instance_type])
+    if problem:
+        raise BadSpecError(problem)
+    return build_spec(spec, nnodes=nnodes)
+
+
+def follow_with_interrupt(slurm: SlurmRun, say: Callable[[str], None]) -> dict[str, Any]:
+    """``slurm.run()`` on a thread; the first Ctrl-C cancels the job and keeps following it to its end."""
+    outcome: dict[str, Any] = {}
+    done = threading.Event()  # not Thread.is_alive(): a Ctrl-C inside join() may leave that one wrong
+
+    def main() -> None:
+        try:
+            outcome["result"] = slurm.run()
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=main, name=f"slurm-run-{slurm.run_id}", daemon=True).start()
+    interrupted = False
+    while True:
+        try:
+            if done.wait(0.2):
+                break
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            say("cancelling: scancel stops the job on every node (Ctrl-C again to stop following it)")
+            slurm.cancel()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+def run_slurm(args: argparse.Namespace, spec: RunSpec, paths: AppPaths, prompts: SshPrompts, profile: HostProfile,
+              events_file: Callable[[dict[str, Any]], None], warn: Callable[[str], None]) -> list[dict[str, Any]]:
+    assert profile.slurm is not None
+    spec = slurm_spec(spec, profile, args.nnodes)
+    transport = transport_for_profile(profile, paths, prompts)
+    store, book = open_recording(paths, warn)
+    results = []
+    try:
+        for repeat in range(1, args.repeats + 1):
+            run_id = new_run_id()
+            label = f" #{repeat}/{args.repeats}" if args.repeats > 1 else ""
+            printer = ProgressPrinter(profile.name, spec, label, stream=sys.stderr)
+            recorder = RunRecorder.start(store, book, profile.name, spec, run_id, on_error=warn,
+                                         declared_type=profile.instance_type, declared_region=profile.region)
+
+            def on_event(event: dict[str, Any], recorder: RunRecorder = recorder,
+                         printer: ProgressPrinter = printer) -> None:
+                recorder(event)  # stored before anything else sees it
+                events_file(event)
+                printer(event)
+
+            slurm = SlurmRun(transport, profile.slurm, spec, run_id, on_event=on_event, on_notice=printer.note,
+                             rendezvous_timeout_s=args.rendezvous_timeout)
+            try:
+                result = recorder.finish(follow_with_interrupt(slurm, printer.note))
+            except NeuronBenchError as exc:
+                result = recorder.fail(exc)
+            if args.repeats > 1:
+                result["repeat"] = {"index": repeat, "of": args.repeats}
+            results.append(result)
+    finally:
+        store.close()
+        transport.close()
+    return results
