@@ -14,29 +14,14 @@ from typing import Any
 
 from app.cli.hosts_resolve import transport_for_profile
 from app.cli.progress import ProgressPrinter
-from app.core.cluster import declared_multinode_problem
-from app.core.errors import BadSpecError, NeuronBenchError
+from app.core.errors import NeuronBenchError
 from app.core.hosts import HostProfile
-from app.core.specs import build_spec
+from app.core.slurm import slurm_spec
 from app.paths import AppPaths
 from app.services.recorder import RunRecorder, open_recording
 from app.services.slurm_run import SlurmRun
 from app.services.ssh_prompts import SshPrompts
 from remote_agent.protocol import RunSpec, new_run_id
-
-
-def slurm_spec(spec: RunSpec, profile: HostProfile, nnodes: int | None) -> RunSpec:
-    """The run's spec on a Slurm host: a training on ``--nnodes`` nodes (two or more)."""
-    if spec.workload != "train":
-        raise BadSpecError(f"{profile.name} is a Slurm login node: it runs one training across --nnodes N nodes; "
-                           f"run inference on a node added as an SSH host")
-    if nnodes is None or nnodes < 2:
-        raise BadSpecError(f"{profile.name} is a Slurm login node: say on how many nodes to train with --nnodes N "
-                           f"(2 or more)")
-    problem = declared_multinode_problem(nnodes, spec.backend, [profile.instance_type])
-    if problem:
-        raise BadSpecError(problem)
-    return build_spec(spec, nnodes=nnodes)
 
 
 def follow_with_interrupt(slurm: SlurmRun, say: Callable[[str], None]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from app.core.errors import AgentError, ConnectError, NeuronBenchError, Schedule
 from app.core.slurm import JobState, SlurmSettings
 from app.core.slurm_script import batch_script, output_path, sbatch_argv
 from app.services.agent_bundle import agent_argv
-from app.services.cluster_run import ClusterRun, NodeTarget
+from app.services.cluster_run import ClusterRun, Detached, NodeTarget
 from app.services.remote_exec import run_command
 from app.services.session import RECONNECT_FOR_S, Event, EventCallback
 from app.services.slurm_jobs import SlurmJobs
@@ -46,6 +46,7 @@ class SlurmRun(ClusterRun):
                          on_notice=on_notice, rendezvous_timeout_s=rendezvous_timeout_s,
                          reconnect_for_s=reconnect_for_s)
         self.login = login
+        self.host = login.host  # the run's host is the cluster's login node, whatever nodes Slurm picks
         self.settings = settings
         self.jobs = jobs or SlurmJobs.over_ssh(login)
         self.job_id = job_id
@@ -130,6 +131,8 @@ class SlurmRun(ClusterRun):
         said = next((e.get("slurm_state") for e in reversed(held) if e.get("slurm_state")), None)
         lost_since: float | None = None
         while True:
+            if self._detached:
+                raise Detached(f"run {self.run_id} (Slurm job {self.job_id}) goes on without this app")
             try:
                 state = self.jobs.state(self.job_id)
                 self.state = state or self.state

@@ -10,9 +10,11 @@ from typing import Any
 from app.core.cluster import declared_multinode_problem, launched_nodes_problem, node_address
 from app.core.errors import BadSpecError, NeuronBenchError
 from app.core.hosts import HostProfile
+from app.core.slurm import SlurmSettings, slurm_spec
 from app.core.specs import build_spec
 from app.services.cluster_run import ClusterRun, NodeTarget
 from app.services.recorder import RunRecorder
+from app.services.slurm_run import SlurmRun
 from app.ui.bridge import RunJob
 from app.ui.widgets.live_run_view import LiveRunView
 from remote_agent.protocol import RunSpec
@@ -45,6 +47,25 @@ class ClusterRunsMixin:
         self.status_label.setText(f"One training run going across {len(hosts)} hosts")
         return views
 
+    def _start_slurm(self, spec: RunSpec, host: HostProfile, nnodes: int) -> list[LiveRunView]:
+        """One training run on ``nnodes`` nodes of a Slurm cluster: submitted on its login node, a view a node."""
+        assert host.slurm is not None
+        try:
+            spec = slurm_spec(spec, host, nnodes)
+            slurm = SlurmRun(self.provider.transport_for(host), host.slurm, spec)
+        except (NeuronBenchError, ValueError) as exc:
+            self.errors.show_exception(f"{host.name}: cannot submit a Slurm run", exc)
+            return []
+        recorder = self._recorder_for(host, spec, slurm.run_id)
+        job = self.bridge.start_cluster(slurm, spec, recorder=recorder)
+        views = self._show_cluster_job(job, [host.name] * nnodes)
+        job.start()
+        self.settings.set_workload(self.workload.form_values())
+        self.settings.sync()
+        self._update_actions()
+        self.status_label.setText(f"One training run submitted to Slurm on {host.name} ({nnodes} nodes)")
+        return views
+
     def _show_cluster_job(self, job: RunJob, names: list[str]) -> list[LiveRunView]:
         job.failed.connect(self._on_job_failed)
         job.done.connect(self._on_recorded)
@@ -65,8 +86,14 @@ class ClusterRunsMixin:
                 raise BadSpecError(f"the host(s) {', '.join(missing)} are not saved any more; add them again "
                                    f"(same names) to re-attach")
             spec = RunSpec.from_dict(held[0]["spec"])
-            targets = [NodeTarget(self.provider.transport_for(saved[n]), "") for n in names]
-            cluster = ClusterRun(targets, spec, run_id=stored.run_id)
+            slurm = held[0].get("slurm")
+            if slurm:  # a Slurm job: followed through its login node, waiting again if it is still queued
+                cluster: ClusterRun = SlurmRun(
+                    self.provider.transport_for(saved[names[0]]), SlurmSettings.from_dict(slurm.get("settings") or {}),
+                    spec, run_id=stored.run_id, job_id=str(slurm["job_id"]), job_dir=str(slurm["job_dir"]))
+            else:
+                targets = [NodeTarget(self.provider.transport_for(saved[n]), "") for n in names]
+                cluster = ClusterRun(targets, spec, run_id=stored.run_id)
             recorder, _last = RunRecorder.resume(self.store, self.book, stored.run_id,
                                                  on_error=self.store_problem.emit)
         except (NeuronBenchError, ValueError) as exc:

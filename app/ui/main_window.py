@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPushButton,
     QScrollArea,
+    QSpinBox,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -86,6 +87,12 @@ class MainWindow(ClusterRunsMixin, QMainWindow):
         self.distributed = QCheckBox("One distributed run across the ticked hosts")
         self.distributed.setToolTip("train once across every ticked host (torchrun on each node, the first one's "
                                     "rank 0) instead of one run per host (CLI: run --nodes H1,H2,...)")
+        self.slurm_nodes = QSpinBox()
+        self.slurm_nodes.setObjectName("slurm-nodes")
+        self.slurm_nodes.setRange(2, 4096)
+        self.slurm_nodes.setPrefix("Nodes to allocate: ")
+        self.slurm_nodes.setToolTip("one training across this many nodes of the Slurm cluster: sbatch allocates them, "
+                                    "srun starts the agent on each (CLI: run --host NAME --nnodes N)")
         self.run_button = QPushButton("Run on the selected hosts")
         self.run_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
@@ -100,6 +107,7 @@ class MainWindow(ClusterRunsMixin, QMainWindow):
         left_layout.addWidget(self.workload)
         left_layout.addStretch(1)
         left_layout.addWidget(self.distributed)
+        left_layout.addWidget(self.slurm_nodes)
         left_layout.addLayout(buttons)
         left_scroll = QScrollArea()
         left_scroll.setWidgetResizable(True)
@@ -144,6 +152,7 @@ class MainWindow(ClusterRunsMixin, QMainWindow):
         self.workload.edited.connect(self._update_actions)
         self.run_button.clicked.connect(self.start_runs)
         self.distributed.toggled.connect(self._update_actions)
+        self.slurm_nodes.valueChanged.connect(self._update_actions)
         self.cancel_button.clicked.connect(self.cancel_runs)
         self.runs.error_raised.connect(self.errors.show_error)
         self.runs.run_finished.connect(self._on_run_finished)
@@ -240,8 +249,12 @@ class MainWindow(ClusterRunsMixin, QMainWindow):
         self.add_host_action.setEnabled(self.hosts.editable)
         distributable = len(hosts) > 1 and self.workload.current_workload() == "train"
         self.distributed.setVisible(distributable)
+        slurm = len(hosts) == 1 and hosts[0].slurm is not None
+        self.slurm_nodes.setVisible(slurm)
         if not hosts:
             self.run_button.setText("Tick a host to run on")
+        elif slurm:
+            self.run_button.setText(f"Submit one training on {self.slurm_nodes.value()} nodes of {hosts[0].name}")
         elif distributable and self.distributed.isChecked():
             self.run_button.setText(f"Run one training across the {len(hosts)} hosts")
         elif len(hosts) == 1:
@@ -284,6 +297,8 @@ class MainWindow(ClusterRunsMixin, QMainWindow):
         self.errors.clear()
         if len(hosts) > 1 and spec.workload == "train" and self.distributed.isChecked():
             return self._start_cluster(spec, hosts)
+        if len(hosts) == 1 and hosts[0].slurm is not None:
+            return self._start_slurm(spec, hosts[0], self.slurm_nodes.value())
         views = []
         for host in hosts:
             title = "This computer" if host.local else host.name

@@ -35,6 +35,7 @@ from app.core.errors import BadSpecError
 from app.core.hosts import SSH_PORT, HostProfile
 from app.ui import theme
 from app.ui.dialogs.ec2_fields import Ec2Fields
+from app.ui.dialogs.slurm_fields import SlurmFields
 from app.ui.widgets.error_panel import describe_exception
 
 _HELP = {name: meta["help"] for name, meta in HostProfile.field_help().items()}
@@ -79,6 +80,10 @@ class HostEditor(QDialog):
         self.ec2.setObjectName("launch-on-ec2")
         self.ec2.setToolTip(_HELP["ec2"])
         self.ec2_fields = Ec2Fields()
+        self.slurm = QCheckBox("Slurm cluster login node (runs go through sbatch, on N nodes)")
+        self.slurm.setObjectName("slurm-login-node")
+        self.slurm.setToolTip(_HELP["slurm"])
+        self.slurm_fields = SlurmFields()
         self.instance_type = _combo(instance_types, _HELP["instance_type"], "detected by the probe on EC2")
         self.region = _combo(regions, _HELP["region"], "detected by the probe on EC2")
         browse = QPushButton("Browse…")
@@ -92,6 +97,8 @@ class HostEditor(QDialog):
         form.addRow("", self.local)
         form.addRow("", self.ec2)
         form.addRow(self.ec2_fields)
+        form.addRow("", self.slurm)
+        form.addRow(self.slurm_fields)
         form.addRow("Host name or IP", self.edits["hostname"])
         form.addRow("Port", self.port)
         form.addRow("User", self.edits["user"])
@@ -136,6 +143,8 @@ class HostEditor(QDialog):
         self.local.toggled.connect(self._check)
         self.ec2.toggled.connect(self._check)
         self.ec2_fields.changed.connect(self._check)
+        self.slurm.toggled.connect(self._check)
+        self.slurm_fields.changed.connect(self._check)
         self.instance_type.currentTextChanged.connect(self._check)
         self.region.currentTextChanged.connect(self._check)
         self.test_button.clicked.connect(self.test_connection)
@@ -153,6 +162,9 @@ class HostEditor(QDialog):
         self.ec2.setChecked(profile.ec2 is not None)
         if profile.ec2 is not None:
             self.ec2_fields.fill(profile.ec2)
+        self.slurm.setChecked(profile.slurm is not None)
+        if profile.slurm is not None:
+            self.slurm_fields.fill(profile.slurm)
 
     def values(self) -> dict[str, Any]:
         data: dict[str, Any] = {name: edit.text().strip() for name, edit in self.edits.items()}
@@ -168,9 +180,12 @@ class HostEditor(QDialog):
     def _check(self) -> None:
         data = self.values()
         launch = self.ec2.isChecked()
-        self.local.setEnabled(not launch)
-        self.ec2.setEnabled(not data["local"])
+        slurm = self.slurm.isChecked()
+        self.local.setEnabled(not launch and not slurm)
+        self.ec2.setEnabled(not data["local"] and not slurm)
         self.ec2_fields.setVisible(launch)
+        self.slurm.setEnabled(not data["local"] and not launch)
+        self.slurm_fields.setVisible(slurm)
         ssh_only = not data["local"]
         for name in ("hostname", "user", "identity_file", "proxy_jump"):
             self.edits[name].setEnabled(ssh_only and not (launch and name in ("hostname", "proxy_jump")))
@@ -183,8 +198,13 @@ class HostEditor(QDialog):
         if launch and not data["local"]:
             data.update(hostname="", proxy_jump="", port=SSH_PORT)
             problem = self._ec2_problem(data)
+        if slurm and not problem:
+            try:
+                data["slurm"] = self.slurm_fields.settings()
+            except BadSpecError as exc:
+                problem = str(exc)
         if problem:
-            pass  # the launch setting is incomplete: said before anything else
+            pass  # the launch or Slurm setting is incomplete: said before anything else
         elif not data["name"]:
             problem = "give the host a name (you pick it: it is what the app and `--host` call it)"
         elif data["name"] in self.taken:

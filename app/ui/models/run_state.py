@@ -101,7 +101,8 @@ class LiveRunState:
             return True
         tagged = event.get("node")
         if tagged is None:
-            return self.node == 0 or event["type"] in ("result", "end")
+            # The run's own events go to node 0's view; what Slurm says of the job (queued, running) to every node's.
+            return self.node == 0 or event["type"] in ("result", "end") or "slurm_state" in event
         return tagged == self.node
 
     def apply(self, event: Event) -> None:
@@ -223,6 +224,8 @@ class LiveRunState:
 
     def _on_log(self, event: Event) -> None:
         self._log(self._rel(event["t"]), str(event.get("level", "info")), str(event.get("message", "")))
+        if event.get("slurm_state") and not self.phases:
+            self.activity = f"Slurm: {event['slurm_state']}"  # e.g. "Slurm: queued (Resources)" until it starts
 
     def _on_error(self, event: Event) -> None:
         self.error = {"kind": event.get("kind"), "message": event.get("message"), "detail": event.get("detail", "")}
