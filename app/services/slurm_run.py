@@ -85,6 +85,12 @@ class SlurmRun(ClusterRun):
             self._cancelled = True
         self._scancel()
 
+    def run_ended(self, result: dict[str, Any] | None, last: bool = True) -> dict[str, Any] | None:
+        """The run ended: its connection to the login node is closed (a later run opens a new one)."""
+        result = super().run_ended(result, last)
+        self.login.close()
+        return result
+
     # ------------------------------------------------------------------ the job
     def _stage(self) -> str:
         request = {"spec": self.spec.to_dict(), "rendezvous_timeout_s": self.rendezvous_timeout_s}

@@ -49,10 +49,15 @@ class ProbeOutcome:
 
 
 def probe_for_sidebar(provider: HostProvider, host: HostProfile) -> ProbeOutcome:
+    transport = None
     try:
-        return ProbeOutcome(host.name, probe_host(provider.transport_for(host), quick=True), None)
+        transport = provider.transport_for(host)
+        return ProbeOutcome(host.name, probe_host(transport, quick=True), None)
     except Exception as exc:
         return ProbeOutcome(host.name, None, exc)
+    finally:
+        if transport is not None:
+            transport.close()  # its SSH connection (and paramiko's thread) ends with the probe
 
 
 def test_host(provider: HostProvider, profile: HostProfile, say) -> dict[str, Any]:
