@@ -31,6 +31,8 @@ from PySide6.QtWidgets import QStyleFactory, QWidget
 from app.core.ec2_launch import Ec2Launch
 from app.core.hosts import HostProfile
 from app.core.presets import TINY_VIT_ARGS
+from app.core.slurm import SlurmSettings
+from app.core.specs import build_spec
 from app.paths import AppPaths
 from app.services.ec2.inventory import OwnedInstance
 from app.services.hosts_store import HostsStore
@@ -391,6 +393,43 @@ class Shots:
         finally:
             view.close()
             bridge.shutdown()
+
+    def shot_19_slurm(self) -> None:
+        """A Slurm login node: the node count, a job waiting in the queue (every node's view says why), the editor.
+
+        The queue is an example (Slurm's own "queued (Resources)" wording): no cluster is contacted.
+        """
+        store = HostsStore(self.paths.config)
+        profile = HostProfile(name="hpc-login", hostname="login.hpc.example.org", user="ubuntu",
+                              slurm=SlurmSettings(partition="trn1", time_minutes=60, exclusive=True))
+        if store.find(profile.name) is None:
+            store.add(profile)
+        window = self.window(probe_hosts=False, load_models=False)
+        for name in window.sidebar.rows:
+            window.sidebar.set_checked(name, name == profile.name)
+        window.sidebar.setCurrentRow(list(window.sidebar.rows).index(profile.name))
+        fill_tiny(window, "train")
+        window.slurm_nodes.setValue(4)
+        spec = build_spec(window.workload.spec(), nnodes=4)
+        job = RunJob(_NeverStarted(profile.name), spec, window.bridge)
+        views = window._show_cluster_job(job, [profile.name] * 4)
+        now = time.time()
+        for view in views:
+            view.state.apply({"type": "hello", "v": 1, "seq": 1, "t": now - 95, "run_id": "20261123-111500-5a1c0e",
+                              "agent_version": "0.1.0", "python": "3.11.7", "pid": 4242, "spec": spec.to_dict()})
+            view.state.apply({"type": "log", "v": 1, "seq": 2, "t": now - 94, "level": "info",
+                              "message": "Slurm job 81723: queued (Priority)", "slurm_state": "queued (Priority)"})
+            view.state.apply({"type": "log", "v": 1, "seq": 3, "t": now - 30, "level": "info",
+                              "message": "Slurm job 81723: queued (Resources)", "slurm_state": "queued (Resources)"})
+            view.refresh()
+        settle()
+        self.save(window, "19-slurm-queued.png")
+        editor = window.hosts.edit_host()
+        wait_until(editor.isVisible, 10, "the host editor")
+        save(editor, self.out, "20-slurm-host-editor.png", self.saved)
+        editor.reject()
+        window.runs.clear()
+        window.close()
 
     def all(self) -> list[str]:
         return sorted(name for name in dir(self) if name.startswith("shot_"))
