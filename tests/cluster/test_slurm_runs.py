@@ -211,3 +211,26 @@ def test_runs_attach_picks_up_a_slurm_run_whose_app_was_killed(ssh_env, run_cli,
     assert sorted(e["node_seq"] for e in events if e["type"] == "step") == \
         sorted({e["node_seq"] for e in events if e["type"] == "step"})
     assert sum(e["type"] == "step" for e in events) == 12 and events[0]["slurm"]["job_id"]
+
+
+def test_a_dropped_connection_to_the_login_node_reconnects_and_the_run_ends_whole(ssh_env, slurm, data_dir,
+                                                                                   tmp_path):
+    add_slurm_host(data_dir, slurm)
+    events_path = tmp_path / "events.jsonl"
+    proc = start_cli(ssh_env, tmp_path, "run", "--host", "hpc", "--nnodes", "2", *TRAIN, "--steps", "12",
+                     "--warmup", "1", "--accept-new-host-key", "--events", str(events_path), "--json")
+    try:
+        wait_for("two steps", lambda: sum(e["type"] == "step" for e in read_events(events_path)) >= 2,
+                 proc, tmp_path)
+        assert slurm.login.kill_sessions()  # the SSH connection to the login node drops mid-run
+        code, results, stderr = finish(proc, tmp_path, timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 0, stderr
+    [result] = results
+    assert result["status"] == "ok" and result["train"]["nodes"] == 2
+    assert "reconnected to hpc" in stderr
+    events = read_events(events_path)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert sum(e["type"] == "step" for e in events) == 12  # nothing lost, nothing twice
