@@ -33,6 +33,7 @@ from app.services.transport import Transport
 from remote_agent.protocol import PROTOCOL_VERSION, RENDEZVOUS_TIMEOUT_S, RunSpec
 
 POLL_S = 1.0
+UNKNOWN_POLLS = 5  # a busy controller may briefly answer neither squeue nor scontrol for a job it has
 
 
 class SlurmRun(ClusterRun):
@@ -136,6 +137,7 @@ class SlurmRun(ClusterRun):
             return True  # a re-attach after every node had started
         said = next((e.get("slurm_state") for e in reversed(held) if e.get("slurm_state")), None)
         lost_since: float | None = None
+        unknown = 0  # polls in a row where neither squeue nor scontrol knew the job
         while True:
             if self._detached:
                 raise Detached(f"run {self.run_id} (Slurm job {self.job_id}) goes on without this app")
@@ -158,7 +160,11 @@ class SlurmRun(ClusterRun):
                 self._scancel()
                 if state is None or state.waiting or state.ended:
                     return False
-            text = state.describe() if state is not None else "unknown to Slurm"
+            unknown = unknown + 1 if state is None else 0
+            if state is None and unknown < UNKNOWN_POLLS:
+                time.sleep(self.poll_s)
+                continue
+            text = state.describe() if state is not None else "no longer known to Slurm"
             if text != said:
                 said = text
                 self._emit({"type": "log", "level": "info", "message": f"Slurm job {self.job_id}: {text}",
@@ -173,8 +179,9 @@ class SlurmRun(ClusterRun):
                     return False
                 tail = self.jobs.output_tail(output_path(self.job_dir, self.job_id))
                 last = tail.splitlines()[-1] if tail else "its output file says nothing"
-                raise SchedulerError(f"Slurm job {self.job_id} ended {text} before the agent started on every "
-                                     f"node: {last}", detail=tail)
+                ended = f"ended {text}" if state is not None else "is no longer known to Slurm"
+                raise SchedulerError(f"Slurm job {self.job_id} {ended} before the agent started on every node: "
+                                     f"{last}", detail=tail)
             time.sleep(self.poll_s)
 
     def _without_nodes(self, error: NeuronBenchError | None) -> dict[str, Any]:
