@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from typing import Any, Dict, Optional
 
@@ -70,10 +71,18 @@ def node_main(run_id: str) -> int:
 
     rank, nnodes = int(os.environ["SLURM_NODEID"]), int(os.environ["SLURM_NNODES"])
     job = RunDir.for_id(run_id)
-    with open(job.spec) as handle:
-        spec = RunSpec.from_dict(json.load(handle))
-    with open(os.path.join(job.path, "request.json")) as handle:
-        request = json.load(handle)
+    try:
+        with open(job.spec) as handle:
+            spec = RunSpec.from_dict(json.load(handle))
+        with open(os.path.join(job.path, "request.json")) as handle:
+            request = json.load(handle)
+    except (OSError, ValueError) as exc:
+        # One line in the job's output file: the app reports it as the reason the job failed.
+        sys.stderr.write("neuronbench: node %d (%s) cannot read the job folder the login node prepared (is the home "
+                         "folder shared with the nodes?): %s\n"
+                         % (rank, os.environ.get("SLURMD_NODENAME") or "?", exc))
+        sys.stderr.flush()
+        return 1
     timeout = int(request.get("rendezvous_timeout_s") or 300)
     found = _master(job, rank, os.environ["NEURONBENCH_MASTER_ADDR"], timeout)
     node = NodePlacement(node_rank=rank, nnodes=nnodes, master_addr=str(found["address"]),

@@ -36,6 +36,13 @@ POLL_S = 1.0
 UNKNOWN_POLLS = 5  # a busy controller may briefly answer neither squeue nor scontrol for a job it has
 
 
+def job_output_reason(tail: str) -> str:
+    """The line of a job's output that says why it failed: the last one not from srun or slurmstepd."""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    own = [line for line in lines if not line.startswith(("srun:", "slurmstepd"))]
+    return (own or lines or ["its output file says nothing"])[-1]
+
+
 class SlurmRun(ClusterRun):
     """A multi-node training run as one Slurm batch job; ``run()`` blocks and returns the merged Result."""
 
@@ -178,7 +185,7 @@ class SlurmRun(ClusterRun):
                 if self._cancelled or (state is not None and state.state == "CANCELLED"):
                     return False
                 tail = self.jobs.output_tail(output_path(self.job_dir, self.job_id))
-                last = tail.splitlines()[-1] if tail else "its output file says nothing"
+                last = job_output_reason(tail)
                 ended = f"ended {text}" if state is not None else "is no longer known to Slurm"
                 raise SchedulerError(f"Slurm job {self.job_id} {ended} before the agent started on every node: "
                                      f"{last}", detail=tail)

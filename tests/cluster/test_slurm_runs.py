@@ -234,3 +234,34 @@ def test_a_dropped_connection_to_the_login_node_reconnects_and_the_run_ends_whol
     events = read_events(events_path)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert sum(e["type"] == "step" for e in events) == 12  # nothing lost, nothing twice
+
+
+def test_a_job_whose_nodes_cannot_start_the_agent_fails_in_one_sentence_with_the_jobs_own_output(
+        run_cli, ssh_env, slurm, data_dir, tmp_path):
+    """Nodes that do not see the login node's home folder (here: the job folder's spec goes while it is queued)."""
+    add_slurm_host(data_dir, slurm)
+    blocker = slurm.command("sbatch", "--parsable", "--exclusive", "--nodes=2", "--output=/dev/null",
+                            "--wrap", "sleep 300").stdout.strip()
+    events_path = tmp_path / "events.jsonl"
+    proc = start_cli(ssh_env, tmp_path, "run", "--host", "hpc", "--nnodes", "2", *TRAIN, "--steps", "4",
+                     "--warmup", "1", "--accept-new-host-key", "--events", str(events_path), "--json")
+    try:
+        wait_for("the queue", lambda: any(e.get("slurm_state") == "queued (Resources)"
+                                          for e in read_events(events_path)), proc, tmp_path)
+        Path(read_events(events_path)[0]["slurm"]["job_dir"], "spec.json").unlink()
+        slurm.command("scancel", blocker)
+        code, results, stderr = finish(proc, tmp_path)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        slurm.command("scancel", blocker)
+    assert code != 0, stderr
+    [result] = results
+    assert result["status"] == "failed"
+    message = result["error"]["message"]
+    assert message.startswith(f"Slurm job {result['slurm']['job_id']} ended failed before the agent started on "
+                              f"every node:"), message
+    assert "No such file or directory" in message and "spec.json" in message  # the job's own output says why
+    assert message in stderr
+    stored = run_cli("runs", "show", result["run_id"], "--json", env=ssh_env).json()
+    assert stored["run"]["status"] == "failed"
