@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from app.core.errors import ConnectError, SchedulerError
 from app.core.slurm import SQUEUE_FORMAT, JobState, parse_scontrol_job, parse_squeue, refusal_sentence
 from app.services.remote_exec import CommandResult, run_command
+from app.services.ssh_transport import SshTransport
 
 Runner = Callable[[Sequence[str], "bytes | None"], CommandResult]
 
@@ -24,7 +25,7 @@ class SlurmJobs:
         self.host = host
 
     @classmethod
-    def over_ssh(cls, transport) -> SlurmJobs:
+    def over_ssh(cls, transport: SshTransport) -> SlurmJobs:
         """Through an SshTransport's connection (reopened if it dropped)."""
         def runner(argv: Sequence[str], stdin: bytes | None) -> CommandResult:
             return run_command(transport.connection().transport, list(argv), stdin=stdin, timeout=60)
@@ -66,6 +67,11 @@ class SlurmJobs:
             if "already completing or completed" in stderr or "Invalid job id" in stderr:
                 return
             raise SchedulerError(f"scancel {job_id} on {self.host} failed: {result.stderr_line()}", detail=stderr)
+
+    def all_exist(self, paths: Sequence[str]) -> bool:
+        """Whether every one of ``paths`` is a file on the login node (the nodes write to the shared home)."""
+        result = self._run(["sh", "-c", 'for f; do [ -f "$f" ] || exit 1; done', "sh", *paths], None)
+        return result.code == 0
 
     def output_tail(self, path: str, lines: int = 15) -> str:
         """The last lines of the job's output file (why a job ended before its nodes started)."""

@@ -26,9 +26,9 @@ from app.core.slurm import JobState, SlurmSettings
 from app.core.slurm_script import batch_script, output_path, sbatch_argv
 from app.services.agent_bundle import agent_argv
 from app.services.cluster_run import ClusterRun, Detached, NodeTarget
-from app.services.remote_exec import run_command
 from app.services.session import RECONNECT_FOR_S, Event, EventCallback
 from app.services.slurm_jobs import SlurmJobs
+from app.services.ssh_transport import SshTransport
 from app.services.transport import Transport
 from remote_agent.protocol import PROTOCOL_VERSION, RENDEZVOUS_TIMEOUT_S, RunSpec
 
@@ -56,7 +56,11 @@ class SlurmRun(ClusterRun):
         self.login = login
         self.host = login.host  # the run's host is the cluster's login node, whatever nodes Slurm picks
         self.settings = settings
-        self.jobs = jobs or SlurmJobs.over_ssh(login)
+        if jobs is None:
+            if not isinstance(login, SshTransport):
+                raise ValueError(f"{login.host} is reached without SSH; a Slurm login node is an SSH host")
+            jobs = SlurmJobs.over_ssh(login)
+        self.jobs = jobs
         self.job_id = job_id
         self.job_dir = job_dir
         self.poll_s = poll_s
@@ -127,10 +131,7 @@ class SlurmRun(ClusterRun):
 
     def _nodes_started(self) -> bool:
         """Every node's run folder has its event log (``_slurm_node`` wrote its hello there)."""
-        files = [f"{path}/events.jsonl" for path in self._node_dirs()]
-        result = run_command(self.login.connection().transport,
-                             ["sh", "-c", 'for f; do [ -f "$f" ] || exit 1; done', "sh", *files], timeout=60)
-        return result.code == 0
+        return self.jobs.all_exist([f"{path}/events.jsonl" for path in self._node_dirs()])
 
     def _wait_for_nodes(self, held: list[Event]) -> bool:
         """Poll Slurm until every node has started (True) or the run was cancelled first (False).
