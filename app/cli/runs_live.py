@@ -244,21 +244,25 @@ def _resume_recording(store: RunStore, book, run_id: str) -> tuple[RunRecorder |
     return recorder, last + 1
 
 
+def _agent_cancel(transport, run_id: str) -> tuple[int, str, str]:
+    """``agent cancel RUN`` over the transport (then closed): its exit status, last stderr line and stderr."""
+    try:
+        process = transport.start(["cancel", run_id])
+        for _line in process.lines():
+            pass
+        code = process.wait(timeout=60)
+        stderr = process.stderr_text().strip()
+    finally:
+        transport.close()
+    return code, (stderr.splitlines()[-1] if stderr else ""), stderr
+
+
 def _cancel_cluster(args: argparse.Namespace, paths: AppPaths, nodes: list[ClusterNode]) -> int:
     """Stop every node of a multi-node run; a node whose part had ended already is fine."""
     prompts = prompts_for(args)
     failures = []
     for node in nodes:
-        transport = transport_for(node.host, paths, prompts)
-        try:
-            process = transport.start(["cancel", node.run_id])
-            for _line in process.lines():
-                pass
-            code = process.wait(timeout=60)
-            stderr = process.stderr_text().strip()
-        finally:
-            transport.close()
-        last = stderr.splitlines()[-1] if stderr else ""
+        code, last, _stderr = _agent_cancel(transport_for(node.host, paths, prompts), node.run_id)
         print(f"{node.label}: {last or ('cancelled' if code == 0 else f'exit status {code}')}", file=sys.stderr)
         if code not in (0, AGENT_EXIT_NO_SUCH_RUN):
             failures.append(f"{node.label}: {last}")
@@ -278,16 +282,7 @@ def handle_cancel(args: argparse.Namespace) -> int:
     if stored_cluster is not None:
         return _cancel_cluster(args, paths, stored_cluster[0])
     args.host = host
-    transport = transport_for(host, paths, prompts_for(args))
-    try:
-        process = transport.start(["cancel", run_id])
-        for _line in process.lines():
-            pass
-        code = process.wait(timeout=60)
-        stderr = process.stderr_text().strip()
-    finally:
-        transport.close()
-    last = stderr.splitlines()[-1] if stderr else ""
+    code, last, stderr = _agent_cancel(transport_for(host, paths, prompts_for(args)), run_id)
     if code != 0:
         raise AgentError(f"{args.host}: {last or f'cancel exited with code {code}'}", detail=stderr)
     print(f"{args.host}: {last or 'cancelled'}", file=sys.stderr)

@@ -8,40 +8,20 @@ from typing import Any
 
 from app.core.compare import WORK
 from app.core.cost import type_from_label
-from app.core.numbers import NA, figure, usd
+from app.core.numbers import NA, usd
 from app.reports import svg
 from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summary, Table
+from app.reports.cost_sections import cost_details
+from app.reports.scaling_section import scaling_section
+from app.reports.wording import colours_of, join_values, measure_title, measures, num, short_model, times
 
 UNIT_LABEL = {"train": "samples/s", "infer": "inferences/s"}
-
-
-def num(value: float | None, fmt: str | None = None) -> str:
-    """``fmt`` when given, else four significant digits without e-notation (13,470, not 1.347e+04)."""
-    if value is None or fmt is None:
-        return figure(value)
-    return format(value, fmt)
-
-
-def times(value: float | None) -> str:
-    return NA if value is None else f"{value:.2f}×"
-
-
-def _measures(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    return list(dict.fromkeys((g["workload"], g["model"]) for g in doc["groups"]))
-
-
-def _short(model: str) -> str:
-    return model.split("(")[0].split(" ")[0]
-
-
-def _measure_title(workload: str, model: str) -> str:
-    return f"{model} {'training' if workload == 'train' else 'inference'}"
 
 
 def _results(doc: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [Heading("Results")]
     rough = False
-    for workload, model in _measures(doc):
+    for workload, model in measures(doc):
         rows = []
         train = workload == "train"
         for r in doc["rows"]:
@@ -59,7 +39,7 @@ def _results(doc: dict[str, Any]) -> list[Block]:
         header = ("Host", "Run", "Batch", "Throughput", *(() if train else ("p50 ms", "p99 ms")), "$/h",
                   "$ per 1M", "Speed", "Work per $")
         blocks.append(Table(header, tuple(rows), (False, False) + (True,) * (len(header) - 2),
-                            caption=f"{_measure_title(workload, model)} · throughput in {unit}, "
+                            caption=f"{measure_title(workload, model)} · throughput in {unit}, "
                                     f"cost per 1M {WORK[workload]}"))
         repeated = [g for g in doc["groups"] if g["n"] >= 2 and (g["workload"], g["model"]) == (workload, model)]
         if repeated:
@@ -74,7 +54,7 @@ def _results(doc: dict[str, Any]) -> list[Block]:
                                 caption="Across repeats: median and bootstrap 95% interval",
                                 notes=("Hosts whose intervals overlap have not been shown to differ.",)))
     refs = {r["run_id"]: r["ref"] for r in doc["rows"]}
-    bases = "; ".join(f"{_measure_title(b['workload'], _short(b['model']))}: {refs.get(b['run_id'])} "
+    bases = "; ".join(f"{measure_title(b['workload'], short_model(b['model']))}: {refs.get(b['run_id'])} "
                       f"({next(r['label'] for r in doc['rows'] if r['run_id'] == b['run_id'])})"
                       for b in doc.get("baselines") or [])
     notes = [f"Speed and work per dollar are relative to the baseline of each measure ({bases}); inference "
@@ -84,12 +64,6 @@ def _results(doc: dict[str, Any]) -> list[Block]:
         notes.append("* p99 from fewer than 100 requests: rough.")
     blocks.append(Bullets(tuple(notes)))
     return blocks
-
-
-def _colour_of(doc: dict[str, Any]) -> dict[str, str]:
-    """One colour per host label, the same in every chart of the report."""
-    labels = dict.fromkeys(g["label"] for g in doc["groups"])
-    return {label: svg.colour(i) for i, label in enumerate(labels)}
 
 
 def _bar_series(groups: list[dict[str, Any]], categories: list[Any], key: str, with_ci: bool,
@@ -110,10 +84,10 @@ def _bar_series(groups: list[dict[str, Any]], categories: list[Any], key: str, w
 
 def _charts(doc: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [Heading("Charts", page_break=True)]
-    colours = _colour_of(doc)
-    for workload, model in _measures(doc):
+    colours = colours_of(doc)
+    for workload, model in measures(doc):
         groups = [g for g in doc["groups"] if g["workload"] == workload and g["model"] == model]
-        name = f"{_short(model)} {'training' if workload == 'train' else 'inference'}"
+        name = f"{short_model(model)} {'training' if workload == 'train' else 'inference'}"
         unit = groups[0]["unit"]
         if workload == "train":
             categories: list[Any] = [None]
@@ -158,7 +132,7 @@ def _charts(doc: dict[str, Any]) -> list[Block]:
 
 def _utilisation(doc: dict[str, Any]) -> list[Block]:
     """One chart per metric (accelerator, host CPU), one line per run, at most a palette's worth per chart."""
-    colours = _colour_of(doc)
+    colours = colours_of(doc)
     by_metric: dict[str, list[svg.PointSeries]] = {}
     for run in doc["runs"]:
         for name, points in (run["telemetry"]["series"] or {}).items():
@@ -187,79 +161,6 @@ def _utilisation(doc: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def _cost_details(doc: dict[str, Any]) -> list[Block]:
-    blocks: list[Block] = [Heading("Compile time and cost")]
-    rows = []
-    for r in doc["rows"]:
-        rows.append((r["label"], r["ref"] or "", str(r["batch_size"]), num(r["compile_s"], ".1f"),
-                     usd(r["compile_usd"]), r.get("compile_cache") or NA))
-    blocks.append(Table(("Host", "Run", "Batch", "Compile s", "Compile $", "Compile cache"), tuple(rows),
-                        (False, False, True, True, True, False),
-                        notes=("Compile time is kept out of every throughput figure and costed apart. Compile "
-                               "cache: cold (the compiler ran), cached (Neuron logged 'Using a cached neff'), "
-                               "N/A (no compiler messages: an eager backend, or logs not captured).",)))
-    blocks += _benchmark_costs(doc)
-    items = _cold_vs_cached(doc)
-    items += [f"{e['cheaper_after']} costs less than {e['than']} in total once a job runs more than "
-              f"{e['samples']:,.0f} samples: its higher compile cost is paid back by a lower cost per sample."
-              for e in doc.get("break_even") or []]
-    if items:
-        blocks.append(Bullets(tuple(items)))
-    if doc.get("budget"):
-        brows = tuple((b["label"], f"{b['epochs']:g} × {b['samples_per_epoch']:,}", num(b["train_hours"], ".3g"),
-                       usd(b["train_usd"]), usd(b["compile_usd"]), num(b["total_hours"], ".3g"), usd(b["total_usd"]))
-                      for b in doc["budget"])
-        blocks.append(Table(("Host", "Epochs × samples", "Train h", "Train $", "Compile $", "Total h", "Total $"),
-                            brows, (False, True, True, True, True, True, True), caption="Training budget",
-                            notes=("Compile counted once, at the longest compile measured for the host (a new "
-                                   "instance starts with a cold compile cache).",)))
-    choice = doc.get("choice")
-    if choice:
-        target = " and ".join(t for t in (
-            f"p99 ≤ {choice['max_p99_ms']:g} ms" if choice["max_p99_ms"] is not None else "",
-            f"throughput ≥ {choice['min_throughput']:g}/s" if choice["min_throughput"] is not None else "") if t)
-        crows = [(c["label"], "meets", num(c["throughput"]), num(c["p99_ms"], ".3g"), usd(c["usd_per_hour"]),
-                  usd(c["usd_per_1m"])) for c in choice["meeting"]]
-        crows += [(c["label"], c["reason"], num(c["throughput"]), num(c["p99_ms"], ".3g"), usd(c["usd_per_hour"]),
-                   usd(c["usd_per_1m"])) for c in choice["rejected"]]
-        blocks.append(Table(("Option", "Against the target", "Throughput", "p99 ms", "$/h", "$ per 1M"), tuple(crows),
-                            (False, False, True, True, True, True),
-                            caption=f"Options against the target {target}, cheapest first"))
-    return blocks
-
-
-def _benchmark_costs(doc: dict[str, Any]) -> list[Block]:
-    """Runs on instances NeuronBench launched: what each benchmark itself cost, launch to terminate."""
-    launched = {r["run_id"]: r for r in doc["rows"] if r.get("instance_id")}
-    if not launched:
-        return []
-    rows = tuple((r["label"], r.get("ref") or "", r["instance_id"], num(r["benchmark_s"], ".0f"),
-                  usd(r["benchmark_usd"])) for r in launched.values())
-    return [Table(("Host", "Run", "Instance", "Launch to terminate s", "Benchmark $"), rows,
-                  (False, False, False, True, True), caption="What the benchmarks cost",
-                  notes=("Instances NeuronBench launched for the run and terminated after it: the time from launch "
-                         "to terminate at the instance's price, boot, deploy and compile included.",))]
-
-
-def _cold_vs_cached(doc: dict[str, Any]) -> list[str]:
-    """"trn1.2xlarge: cold compile 1840 s ($0.69); cached 14 s ($0.0052)" where both were measured."""
-    items = []
-    for workload, model in _measures(doc):
-        for label in dict.fromkeys(r["label"] for r in doc["rows"]):
-            rows = [r for r in doc["rows"] if r["label"] == label and (r["workload"], r["model"]) == (workload, model)
-                    and r["compile_s"] is not None]
-            by_state = {state: [r for r in rows if r.get("compile_cache") == state] for state in ("cold", "cached")}
-            if not by_state["cold"] or not by_state["cached"]:
-                continue
-            parts = []
-            for state, chosen in by_state.items():
-                seconds = sorted(r["compile_s"] for r in chosen)[len(chosen) // 2]
-                cost = next(r["compile_usd"] for r in chosen if r["compile_s"] == seconds)
-                parts.append(f"{state} {seconds:,.1f} s ({usd(cost)})")
-            items.append(f"{label}, {_measure_title(workload, _short(model))}: compile " + "; ".join(parts) + ".")
-    return items
-
-
 def _methodology(doc: dict[str, Any]) -> list[Block]:
     m = doc["methodology"]
     blocks: list[Block] = [Heading("Methodology", page_break=True)]
@@ -271,8 +172,9 @@ def _methodology(doc: dict[str, Any]) -> list[Block]:
                      "Throughput = samples in the steady window ÷ its wall time, timed after the device finished.")
     if m["infer"]:
         items.append("Inference: each batch size runs in a fresh process; the model is compiled/traced once "
-                     f"(timed apart), warmed up, then measured until at least {_join(m['min_iters'])} requests and "
-                     f"{_join(m['duration'])} s were reached. Percentiles come from every request; a p99 from "
+                     f"(timed apart), warmed up, then measured until at least "
+                     f"{join_values(m['min_iters'])} requests and "
+                     f"{join_values(m['duration'])} s were reached. Percentiles come from every request; a p99 from "
                      "fewer than 100 requests is flagged. Throughput = completed samples ÷ wall time.")
     items.append("Compile handling: compile time never enters a throughput figure; it is shown with its own cost, "
                  "and whether the Neuron compile cache served it (cold vs cached).")
@@ -326,52 +228,6 @@ def _methodology(doc: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def _join(values: list[Any]) -> str:
-    return "/".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) or NA
-
-
-def _scaling(doc: dict[str, Any]) -> list[Block]:
-    """Throughput, speed-up and weak-scaling efficiency per node count, as a table and a chart."""
-    rows = doc.get("scaling") or []
-    if not rows:
-        return []
-
-    def interval(ci: list[float] | None, percent: bool = False) -> str:
-        if not ci:
-            return ""
-        return f" ({ci[0] * 100:.0f}–{ci[1] * 100:.0f}%)" if percent else f" ({num(ci[0])}–{num(ci[1])})"
-
-    blocks: list[Block] = [Heading("Scaling across nodes")]
-    table_rows = tuple(
-        (r["label"], str(r["nodes"]), str(r["world_size"]), num(r["throughput"]) + interval(r["throughput_ci95"]),
-         times(r["speedup"]), f"{r['efficiency'] * 100:.0f}%" + interval(r["efficiency_ci95"], percent=True),
-         usd(r["usd_per_hour"]), usd(r["usd_per_1m"]))
-        for r in rows)
-    blocks.append(Table(("Setup", "Nodes", "Procs", "Throughput (95%)", "Speed-up", "Efficiency (95%)", "$/h",
-                         "$ per 1M"), table_rows, (False,) + (True,) * 7,
-                        caption="Weak scaling: the same batch per process on every node count; efficiency = "
-                                "throughput_N / (N × throughput_1)",
-                        notes=("Intervals: between repeats where a node count was repeated, else from the run's "
-                               "own step times (the mean step's 95% interval: throughput is samples over wall "
-                               "time).",
-                               "$/h is every node's price together; $ per 1M samples at each node count.")))
-    colours = _colour_of(doc)
-    series = []
-    for family in dict.fromkeys(r["family"] for r in rows):
-        mine = [r for r in rows if r["family"] == family]
-        base = mine[0]
-        series.append(svg.PointSeries(f"{family}: ideal", [(r["nodes"], base["throughput"] * r["nodes"] /
-                                                            base["nodes"]) for r in mine], None, "#999999"))
-        series.append(svg.PointSeries(f"{family}: measured", [(r["nodes"], r["throughput"]) for r in mine],
-                                      [f"{r['efficiency'] * 100:.0f}%" for r in mine], colours.get(base["label"])))
-    most = max(r["nodes"] for r in rows)
-    blocks.append(Chart("Throughput by node count", svg.xy_chart(
-        "Throughput by node count", series, "nodes", "samples/s", lines=False,
-        x_ticks=list(range(0, most + 1))), 720, 320,
-        "Measured throughput against ideal linear scaling; each measured point is labelled with its efficiency."))
-    return blocks
-
-
 def _instance(run: dict[str, Any]) -> str:
     """"instance trn1.2xlarge (declared after the run)": the type the run was priced as, and where it came from."""
     if not run.get("instance_type"):
@@ -408,9 +264,9 @@ def build_blocks(doc: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [Paragraph(meta, "meta"),
                            Summary(tuple(doc["summary"]) or ("Nothing to compare: no run has a result.",))]
     blocks += _results(doc)
-    blocks += _scaling(doc)
+    blocks += scaling_section(doc)
     blocks += _charts(doc)
-    blocks += _cost_details(doc)
+    blocks += cost_details(doc)
     blocks += _methodology(doc)
     blocks += _runs(doc)
     return blocks

@@ -59,7 +59,7 @@ def test_the_summary_report_and_cli_say_how_it_scaled():
     from app.cli.runs_text import format_compare
     from app.core.decision import summary
     from app.reports.blocks import Chart, Table
-    from app.reports.content import _scaling
+    from app.reports.scaling_section import scaling_section as _scaling
 
     doc = compare_runs([cluster_run(1, 100.0, 0.02, "a"), cluster_run(2, 150.0, 0.03, "a,b")], book())
     sentence = next(s for s in summary(doc) if s.startswith("From 1 to 2 nodes"))

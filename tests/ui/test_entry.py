@@ -160,7 +160,7 @@ def test_qt_messages_while_the_application_starts_still_reach_the_terminal(qapp,
 
 
 def test_make_app_installs_or_names_what_the_window_lacks_before_starting_it(tmp_path):
-    # Under `make test` the parent make's MAKEFLAGS/MAKELEVEL would add "Leaving directory" lines: run it as a user would.
+    # Under `make test` the parent make's MAKEFLAGS/MAKELEVEL add "Leaving directory" lines: run it as a user would.
     clean_env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
     dry = subprocess.run(["make", "--no-print-directory", "-n", "app"], capture_output=True, text=True, cwd=REPO,
                          timeout=60, env=clean_env)

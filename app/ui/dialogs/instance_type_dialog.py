@@ -13,8 +13,6 @@ import html
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
-    QComboBox,
-    QCompleter,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -28,6 +26,7 @@ from app.core.numbers import usd
 from app.core.pricebook import DEFAULT_REGION, PriceBook
 from app.core.runrecord import StoredRun
 from app.ui import theme
+from app.ui.dialogs.type_region import TypeAndRegion, label_tooltips_from_fields
 
 REGION_NOT_GIVEN = f"not given (priced as {DEFAULT_REGION})"
 WORKLOADS = {"train": "training", "infer": "inference"}
@@ -66,19 +65,10 @@ class InstanceTypeDialog(QDialog):
 
         intro = QLabel(intro_text(self.runs))
         intro.setWordWrap(True)
-        self.instance_type = QComboBox()
-        self.instance_type.setEditable(True)
-        self.instance_type.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.instance_type.addItems(book.instance_types())
-        completer = QCompleter(book.instance_types(), self.instance_type)
-        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        completer.setFilterMode(Qt.MatchFlag.MatchContains)  # "2xl" finds trn1.2xlarge, inf2.2xlarge…
-        self.instance_type.setCompleter(completer)
+        self.fields = TypeAndRegion(book, REGION_NOT_GIVEN, self._changed, regions_of_known_type_only=True)
+        self.instance_type, self.region = self.fields.instance_type, self.fields.region
         self.instance_type.lineEdit().setPlaceholderText("e.g. inf2.xlarge")
         self.instance_type.setToolTip("the EC2 instance type the run ran on; completed from the price book's types")
-        self.region = QComboBox()
-        self.region.setEditable(True)
-        self.region.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         self.region.setToolTip(f"the AWS region it ran in; when not given the run is priced as {DEFAULT_REGION}, "
                                "and its cost says so")
         self.price = QLabel()
@@ -96,9 +86,7 @@ class InstanceTypeDialog(QDialog):
         form.addRow("Instance type", self.instance_type)
         form.addRow("Region", self.region)
         form.addRow("Price", self.price)
-        for row in range(form.rowCount()):
-            label = form.itemAt(row, QFormLayout.ItemRole.LabelRole).widget()
-            label.setToolTip(form.itemAt(row, QFormLayout.ItemRole.FieldRole).widget().toolTip())
+        label_tooltips_from_fields(form)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
         layout.addLayout(form)
@@ -107,33 +95,20 @@ class InstanceTypeDialog(QDialog):
         self.setMinimumWidth(520)
 
         declared = (self.runs[0].declared or {}) if len(self.runs) == 1 else {}
-        self.instance_type.setCurrentText(declared.get("instance_type") or "")
-        self._fill_regions(declared.get("region"))
-        self.instance_type.currentTextChanged.connect(lambda _: self._fill_regions(self.region_value()))
-        self.region.currentTextChanged.connect(lambda _: self._changed())
+        self.fields.start(declared.get("instance_type"), declared.get("region"))
         self.buttons.accepted.connect(self.confirm)
         self.buttons.rejected.connect(self.reject)
         self._changed()
 
     # -- values -------------------------------------------------------------------------------------
     def type_value(self) -> str:
-        return self.instance_type.currentText().strip()
+        return self.fields.type_value()
 
     def region_value(self) -> str | None:
-        text = self.region.currentText().strip()
-        return None if text in ("", REGION_NOT_GIVEN) else text
+        return self.fields.region_value()
 
     def _known_type(self) -> str | None:
-        return {t.lower(): t for t in self.book.instance_types()}.get(self.type_value().lower())
-
-    def _fill_regions(self, keep: str | None) -> None:
-        self.region.blockSignals(True)
-        self.region.clear()
-        self.region.addItem(REGION_NOT_GIVEN)
-        self.region.addItems(self.book.regions_of(self._known_type() or ""))
-        self.region.setCurrentText(keep or REGION_NOT_GIVEN)
-        self.region.blockSignals(False)
-        self._changed()
+        return self.fields.known_type()
 
     # -- checking as you type -----------------------------------------------------------------------
     def _changed(self) -> None:

@@ -12,7 +12,6 @@ import html
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
-    QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -26,6 +25,7 @@ from app.core.pricebook import DEFAULT_REGION, MARKETS, PriceBook, PriceBookErro
 from app.paths import AppPaths
 from app.services import pricing
 from app.ui import theme
+from app.ui.dialogs.type_region import TypeAndRegion, label_tooltips_from_fields
 
 EVERY_REGION = "every region"
 
@@ -45,12 +45,9 @@ class PriceOverrideDialog(QDialog):
         self.valid = False
         self._parsed: dict[str, float | None] = {}
 
-        self.instance_type = QComboBox()
-        self.instance_type.setEditable(True)
-        self.instance_type.addItems(self.book.instance_types())
+        self.fields = TypeAndRegion(self.book, EVERY_REGION, self._changed)
+        self.instance_type, self.region = self.fields.instance_type, self.fields.region
         self.instance_type.setToolTip("the EC2 instance type to price, e.g. inf2.xlarge (any type may be typed)")
-        self.region = QComboBox()
-        self.region.setEditable(True)
         self.region.setToolTip("the region this price holds in; \"every region\" applies it wherever the type runs")
         self.on_demand = QLineEdit()
         self.on_demand.setPlaceholderText("e.g. 0.7582 (empty: keep the current one)")
@@ -78,19 +75,13 @@ class PriceOverrideDialog(QDialog):
         form.addRow("On-demand $/h", self.on_demand)
         form.addRow("Spot $/h", self.spot)
         form.addRow("Note", self.note)
-        for row in range(form.rowCount()):
-            label = form.itemAt(row, QFormLayout.ItemRole.LabelRole).widget()
-            field = form.itemAt(row, QFormLayout.ItemRole.FieldRole).widget()
-            label.setToolTip(field.toolTip())
+        label_tooltips_from_fields(form)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.message)
         layout.addWidget(self.buttons)
 
-        self.instance_type.setCurrentText(instance_type or "")
-        self._fill_regions(region)
-        self.instance_type.currentTextChanged.connect(lambda _: self._fill_regions(self.region_value()))
-        self.region.currentTextChanged.connect(lambda _: self._changed())
+        self.fields.start(instance_type, region)
         for edit in (self.on_demand, self.spot, self.note):
             edit.textChanged.connect(lambda _: self._changed())
         self.buttons.accepted.connect(self.save)
@@ -99,20 +90,10 @@ class PriceOverrideDialog(QDialog):
 
     # -- values ----------------------------------------------------------------------------------
     def type_value(self) -> str:
-        return self.instance_type.currentText().strip()
+        return self.fields.type_value()
 
     def region_value(self) -> str | None:
-        text = self.region.currentText().strip()
-        return None if text in ("", EVERY_REGION) else text
-
-    def _fill_regions(self, keep: str | None) -> None:
-        self.region.blockSignals(True)
-        self.region.clear()
-        self.region.addItem(EVERY_REGION)
-        self.region.addItems(self.book.regions_of(self.type_value()))
-        self.region.setCurrentText(keep or EVERY_REGION)
-        self.region.blockSignals(False)
-        self._changed()
+        return self.fields.region_value()
 
     # -- checking as you type ---------------------------------------------------------------------
     def _changed(self) -> None:

@@ -37,6 +37,7 @@ from app.services.reporting import Comparison, compare_stored
 from app.services.store import RunStore
 from app.ui import theme
 from app.ui.bridge import Bridge
+from app.ui.views.compare_charts import draw_latency, draw_scaling
 from app.ui.views.export import ExportButtons, ReportExporter
 from app.ui.widgets.charts import new_plot, nice_ceiling, restyle, style_layout
 from app.ui.widgets.status_line import StatusLine
@@ -381,79 +382,13 @@ class CompareView(QWidget):
             plot.getAxis("bottom").setTicks(ticks)
             plot.setXRange(-0.5, len(categories) - 0.5, padding=0)
             plot.setYRange(0, nice_ceiling(top * 1.05) if top > 0 else 1.0, padding=0)
-        self._draw_latency(doc, order, pal)
-        self._draw_scaling(doc, pal)
+        self.latency_curves.update(draw_latency(self.latency_plot, doc, order, pal))
+        self.scaling_curves.clear()
+        self.scaling_curves.update(draw_scaling(self.scaling_plot, doc, pal))
         self.legend.setText("  ".join(
             f"<span style='color:{theme.series_colour(i, pal).name()}'>■</span> "
             f"{html.escape(self._row_label(doc, run_id))}{' (baseline)' if run_id == doc['baseline'] else ''}"
             for i, run_id in enumerate(order)))
-
-    def _draw_latency(self, doc: dict[str, Any], order: list[str], pal) -> None:
-        plot = self.latency_plot
-        xs, ys = [], []
-        for index, run_id in enumerate(order):
-            rows = sorted((r for r in doc["rows"] if r["run_id"] == run_id and r["workload"] == "infer"
-                           and r["throughput"] is not None and r["latency_p99_ms"] is not None),
-                          key=lambda r: r["batch_size"])
-            if not rows:
-                continue
-            colour = theme.series_colour(index, pal)
-            x = np.array([r["throughput"] for r in rows], float)
-            y = np.array([r["latency_p99_ms"] for r in rows], float)
-            curve = plot.plot(x, y, pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=7, symbolBrush=colour,
-                              symbolPen=None)
-            self.latency_curves[run_id] = curve
-            for row, px, py in zip(rows, x, y, strict=True):
-                label = pg.TextItem(f"b{row['batch_size']}", color=theme.plot_foreground(pal), anchor=(0, 1))
-                label.setPos(px, py)
-                plot.addItem(label)
-            xs += list(x)
-            ys += list(y)
-        if xs:
-            plot.setTitle("p99 latency vs throughput (per batch size)", color=theme.plot_foreground(pal), size="9pt")
-            plot.setXRange(0, nice_ceiling(max(xs) * 1.15), padding=0)
-            plot.setYRange(0, nice_ceiling(max(ys) * 1.15), padding=0)
-        else:
-            plot.setTitle("p99 latency vs throughput: no inference runs", color=theme.plot_foreground(pal),
-                          size="9pt")
-
-    def _draw_scaling(self, doc: dict[str, Any], pal) -> None:
-        """Measured throughput per node count against ideal linear scaling, each point labelled with its efficiency."""
-        plot = self.scaling_plot
-        self.scaling_curves.clear()
-        rows = doc.get("scaling") or []
-        plot.setVisible(bool(rows))
-        if not rows:
-            return
-        top, most = 0.0, 1
-        for index, family in enumerate(dict.fromkeys(r["family"] for r in rows)):
-            mine = [r for r in rows if r["family"] == family]
-            colour = theme.series_colour(index, pal)
-            nodes = np.array([r["nodes"] for r in mine], float)
-            measured = np.array([r["throughput"] for r in mine], float)
-            ideal = measured[0] * nodes / nodes[0]
-            plot.plot(nodes, ideal, pen=pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine))
-            self.scaling_curves[family] = plot.plot(nodes, measured, pen=pg.mkPen(colour, width=2), symbol="o",
-                                                    symbolSize=7, symbolBrush=colour, symbolPen=None)
-            intervals = [r["throughput_ci95"] for r in mine]
-            if all(intervals):
-                low = measured - np.array([i[0] for i in intervals], float)
-                high = np.array([i[1] for i in intervals], float) - measured
-                plot.addItem(pg.ErrorBarItem(x=nodes, y=measured, top=high, bottom=low, beam=0.08,
-                                             pen=pg.mkPen(colour)))
-            for row, x, y in zip(mine, nodes, measured, strict=True):
-                label = pg.TextItem(f"{row['efficiency'] * 100:.0f}%", color=theme.plot_foreground(pal), anchor=(0, 1))
-                label.setPos(x, y)
-                plot.addItem(label)
-            top = max(top, float(ideal.max()), float(measured.max()))
-            most = max(most, int(nodes.max()))
-        model = rows[0]["model"].split("(")[0].split(" ")[0]
-        plot.setTitle(f"Scaling: {model} throughput by node count (dashed: ideal; labels: efficiency)",
-                      color=theme.plot_foreground(pal), size="9pt")
-        plot.getAxis("bottom").setTicks([[(n, str(n)) for n in sorted({r["nodes"] for r in rows})]])
-        plot.enableAutoRange(enable=False)  # from 0: a shortfall against ideal is not exaggerated
-        plot.setXRange(0.5, most + 0.5, padding=0)
-        plot.setYRange(0, nice_ceiling(top * 1.1), padding=0)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
