@@ -6,7 +6,7 @@ threads through the bridge; this class only reacts to queued signals.
 from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, Qt, Signal, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -31,15 +31,16 @@ from app.services.ec2.lease import Ec2RunOptions, Ec2Transport
 from app.services.model_catalog import ModelCatalog, load_model_catalog
 from app.services.pricing import load_pricebook
 from app.services.recorder import RunRecorder, open_recording
-from app.services.store import StoreError
 from app.services.transport import local_python
 from app.ui.bridge import Bridge, RunJob
+from app.ui.closing import ClosingMixin
 from app.ui.cluster_runs import ClusterRunsMixin
 from app.ui.dialogs.launch_confirm import launch_accepted, launch_question
 from app.ui.dialogs.price_dialog import PriceOverrideDialog
 from app.ui.dialogs.ssh_questions import DialogPrompts
 from app.ui.host_provider import HostProvider, StoreHostProvider
 from app.ui.hosts_panel import HostsPanel
+from app.ui.reattach_runs import ReattachMixin
 from app.ui.settings import AppSettings
 from app.ui.views.compare_view import CompareView
 from app.ui.views.history_view import HistoryView
@@ -55,7 +56,7 @@ def model_catalog(cache_dir) -> ModelCatalog:
     return load_model_catalog(local_python(), cache_dir)
 
 
-class MainWindow(ClusterRunsMixin, QMainWindow):
+class MainWindow(ClosingMixin, ReattachMixin, ClusterRunsMixin, QMainWindow):
     run_recorded = Signal()        # a run ended and its Result is in the store (the history refreshes)
     store_problem = Signal(str)    # a recorder could not write (from a run's thread)
 
@@ -435,63 +436,6 @@ class MainWindow(ClusterRunsMixin, QMainWindow):
             self.book = None
             self._warn(f"runs are recorded without prices: {exc}")
 
-    # ------------------------------------------------------------ runs left going: re-attach
-    def unfinished_runs(self) -> list:
-        """Stored runs that never ended here and nobody is recording now (their hosts may still run them)."""
-        try:
-            return self.store.list_runs(limit=200, status="unfinished")
-        except (NeuronBenchError, OSError) as exc:
-            self._warn(f"cannot read the run history: {exc}")
-            return []
-
-    def offer_reattach(self) -> None:
-        self.reattach_banner.offer([(run.run_id, run.host) for run in self.unfinished_runs()])
-
-    @Slot(list)
-    def reattach_runs(self, run_ids: list[str]) -> list[LiveRunView]:
-        return [view for run_id in run_ids if (view := self.reattach(run_id)) is not None]
-
-    def reattach(self, run_id: str) -> LiveRunView | None:
-        """Follow a run left going on its host: replay what it did, then stream it to its end, recording it."""
-        try:
-            stored = self.store.load(run_id)
-        except StoreError as exc:
-            self.errors.show_exception("Re-attach", exc)
-            return None
-        title = "This computer" if stored.host == "local" else stored.host
-        held = list(self.store.events(run_id))
-        if held and held[0].get("type") == "hello" and isinstance(held[0].get("nodes"), list):
-            return self._reattach_cluster(stored, held)
-        host = next((h for h in self.provider.hosts() if h.name == stored.host), None)
-        if host is None:
-            self.errors.show_error(f"{title}: cannot re-attach run {run_id}",
-                                   f"the host {stored.host!r} is not saved any more; add it again (same name) "
-                                   "to re-attach, or run `neuronbench runs attach` with --host")
-            return None
-        if any(view.job.run_id == run_id for view in self.runs.active_views()):
-            return None
-        try:
-            spec = RunSpec.from_dict(stored.spec or {})
-            transport = self.provider.transport_for(host)
-            recorder, _last = RunRecorder.resume(self.store, self.book, run_id, on_error=self.store_problem.emit)
-        except (NeuronBenchError, ValueError) as exc:
-            self.errors.show_exception(f"{title}: cannot re-attach run {run_id}", exc)
-            return None
-        if not self.runs.active_views():
-            self.runs.clear()
-        # From the first event: the view redraws the whole run; the store skips the events it holds.
-        job = self.bridge.start_run(transport, spec, run_id=run_id, recorder=recorder, attach_from=1)
-        view = self._show_job(job, title)
-        job.start()
-        self.reattach_banner.forget(run_id)
-        self.show_view(self.runs)
-        self.status_label.setText(f"Re-attached to run {run_id} on {title}")
-        self._update_actions()
-        return view
-
-    def _warn(self, message: str) -> None:
-        self.errors.show_error("Run history", message)
-
     # ------------------------------------------------------------ model names
     @Slot(object)
     def _on_models(self, catalog: ModelCatalog) -> None:
@@ -524,54 +468,6 @@ class MainWindow(ClusterRunsMixin, QMainWindow):
         self.settings.set_workload(self.workload.form_values())
         self.settings.set_checked_hosts([h.name for h in self.sidebar.checked()])
         self.settings.sync()
-
-    def closeEvent(self, event: QCloseEvent) -> None:
-        active = self.runs.active_views()
-        if active and not self._close_confirmed:
-            event.ignore()
-            self._ask_before_closing(active)
-            return
-        self._save()
-        self.runs.stop()
-        for view in active:  # stored as unfinished (the recorder abandons them): offered again at the next start
-            view.state.mark("detached", "still running on the host")
-            view.state.note("info", f"left running on {view.job.host} as run {view.job.run_id}")
-        self.prompts.close()  # a connection waiting on a question gets "no", so its thread can end
-        self.bridge.shutdown()
-        self.store.close()
-        super().closeEvent(event)
-
-    def leave_runs_and_close(self) -> None:
-        """Close without asking: every run still going is left running on its host (its id is kept)."""
-        self._close_confirmed = True
-        self.close()
-
-    def _ask_before_closing(self, active: list[LiveRunView]) -> None:
-        if self.close_question is not None and self.close_question.isVisible():
-            return
-        names = ", ".join(view.title for view in active)
-        box = QMessageBox(QMessageBox.Icon.Question, "Runs are still going",
-                          f"{len(active)} run(s) are still going ({names}).", parent=self)
-        box.setInformativeText("They keep running on their hosts if you close NeuronBench; the next start "
-                               "offers to re-attach them, and nothing they did is lost.")
-        box.addButton("Close, leave them running", QMessageBox.ButtonRole.AcceptRole)
-        keep = box.addButton("Keep the window open", QMessageBox.ButtonRole.RejectRole)
-        box.setDefaultButton(keep)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        box.finished.connect(self._on_close_answer)
-        self.close_question = box
-        box.open()  # not exec(): no nested event loop, and the runs keep drawing meanwhile
-
-    @Slot(int)
-    def _on_close_answer(self, _code: int) -> None:
-        box = self.close_question
-        if box is None:
-            return
-        clicked = box.clickedButton()
-        self.close_question = None
-        box.deleteLater()
-        if clicked is not None and box.buttonRole(clicked) == QMessageBox.ButtonRole.AcceptRole:
-            self.leave_runs_and_close()
 
 
 def _scrolled(view: QWidget) -> QScrollArea:
