@@ -201,7 +201,7 @@ class LiveRunState:
             self._log(t, "info", f"compiled{batch} in {event['seconds']:.2f} s")
 
     def _on_step(self, event: Event) -> None:
-        t, dt, samples = self._rel(event["t"]), float(event["dt_s"]), float(event["samples"])
+        t, dt = self._rel(event["t"]), float(event["dt_s"])
         if event.get("compiled"):
             self.compiled_steps.append(t, dt)
             self._log(t, "info", f"step {event['i']} compiled a graph ({dt:.2f} s, kept out of the figures)")
