@@ -97,7 +97,7 @@ class LiveRunState:
         self.version = 0
         self.progress = ProgressTracker(spec)
         self.phases: deque[PhaseSpan] = deque(maxlen=PHASE_CAPACITY)
-        # steps: t, dt_s, rolling median dt and rolling throughput (of steps that did not compile), compiled 0/1
+        # steps: t, dt_s, rolling median dt and throughput (NaN outside the steady window), compiled 0/1
         self.steps = Ring(STEP_CAPACITY, 5)
         self.compiled_steps = Ring(1_000, 2)          # t, dt_s of steps that compiled a graph
         self.latency = Ring(SERIES_CAPACITY, 5)       # t, batch size, p50, p90, p99 (ms)
@@ -239,7 +239,9 @@ class LiveRunState:
         self.cores = utilisation_cores(self.devices, self.host_now)
         if self.cores:
             if self.heat is None or self.heat.width != len(self.cores) + 1:
-                self.heat = Ring(HEAT_CAPACITY, len(self.cores) + 1)  # the core count changed: start over
+                # float32: percentages and seconds since the start need no more, and 192 vCPUs x 30 min
+                # of float64 would hold 2.8 MB a view.  The core count changed: start over.
+                self.heat = Ring(HEAT_CAPACITY, len(self.cores) + 1, np.float32)
             self.heat.append(t, *[c.util_pct for c in self.cores])
 
     def _on_log(self, event: Event) -> None:

@@ -32,6 +32,7 @@ MAX_CORE_BARS = 32   # more cores than this: a histogram of how busy they are
 MAX_AXIS_TICKS = 16
 BANDS = np.linspace(0.0, 100.0, 11)  # the histogram's 10 %-wide bands
 KIND_NAMES = {"neuroncore": "NeuronCore", "gpu": "GPU", "cpu": "CPU", "vcpu": "vCPU"}
+BARS_TOP = 118.0  # % axis: room above a 100 % bar for its value label
 FALLBACK_ROWS_PX = 128  # a heat strip not laid out yet (offscreen, before the first show)
 
 
@@ -96,7 +97,7 @@ class UtilisationCharts:
 
     def __init__(self, bars_plot: pg.PlotItem, heat_plot: pg.PlotItem, pal: QPalette) -> None:
         self.bars_plot, self.heat_plot, self.pal = bars_plot, heat_plot, pal
-        bars_plot.setYRange(0, 110, padding=0)
+        bars_plot.setYRange(0, BARS_TOP, padding=0)
         core_axis(bars_plot)
         self.bars = _Bars(bars_plot, pal, 0)
         self.histogram = False  # the "now" chart counts vCPUs per utilisation band (too many for bars)
@@ -113,11 +114,18 @@ class UtilisationCharts:
         self._heat_key: tuple = ()
         self._heat_rows = 0
         self._kind = "Core"
+        self._drawn_samples = -1
         heat_plot.vb.sigResized.connect(self._redraw_heat)
 
     def update(self, devices: Sequence[DeviceNow], heat: Ring | None, samples_seen: int,
                missing: dict[str, str]) -> None:
-        """``devices`` are the cores to show: NeuronCores, GPUs, or a CPU host's vCPUs."""
+        """``devices`` are the cores to show: NeuronCores, GPUs, or a CPU host's vCPUs.
+
+        They change only with a sample: between samples (steps arrive far more often) nothing is redrawn.
+        """
+        if samples_seen == self._drawn_samples and heat is self._heat_ring:
+            return
+        self._drawn_samples = samples_seen
         kind = device_label(devices[0].kind) if devices else "Core"
         if not samples_seen:
             note = "no telemetry yet"
@@ -151,13 +159,13 @@ class UtilisationCharts:
             bottom.setLabel(f"% busy ({label}s per 10 % band)")
             bottom.setTicks([[(float(b), f"{b:.0f}") for b in BANDS[::2]]])
             left.setLabel(f"{label}s")
-            set_range(self.bars_plot, "x", 100.0, 0.0)
+            set_range(self.bars_plot, "x", 102.0, -2.0)  # room for the 0 and 100 ticks
         else:
             bottom.setLabel(label)
             bottom.setTicks([index_ticks(count)])
             left.setLabel("%")
             set_range(self.bars_plot, "x", max(count, 1) - 0.4, -0.6)
-            set_range(self.bars_plot, "y", 110.0)
+            set_range(self.bars_plot, "y", BARS_TOP)
 
     def _bars(self, kind: str, utils: list[float | None], note: str) -> None:
         self._axes(False, len(utils), kind if kind != "Core" else "core")
@@ -213,6 +221,7 @@ class UtilisationCharts:
     def restyle(self, pal: QPalette) -> None:
         self.pal = pal
         self.bars.restyle(pal)
+        self._drawn_samples = -1
 
 
 class MemoryBars:

@@ -31,6 +31,7 @@ class HostMemoryChart:
         self.total_line.setVisible(False)
         self.plot.addItem(self.total_line)
         set_range(self.plot, "y", 1.0)
+        self._drawn_samples = -1
 
     @staticmethod
     def _total_pen(pal: QPalette):
@@ -38,7 +39,13 @@ class HostMemoryChart:
 
     def update(self, host_series: np.ndarray, now: HostNow | None, samples_seen: int,
                missing: dict[str, str]) -> None:
-        """``host_series`` rows are (t, cpu %, memory %, memory GiB), as ``LiveRunState.host_series`` holds them."""
+        """``host_series`` rows are (t, cpu %, memory %, memory GiB), as ``LiveRunState.host_series`` holds them.
+
+        Only a new sample changes it: between samples nothing is redrawn.
+        """
+        if samples_seen == self._drawn_samples:
+            return
+        self._drawn_samples = samples_seen
         set_curve(self.used_curve, host_series[:, 0], host_series[:, 3])
         used = None if now is None or now.mem_used is None else now.mem_used / GIB
         total = None if now is None or not now.mem_total else now.mem_total / GIB
@@ -60,3 +67,4 @@ class HostMemoryChart:
     def restyle(self, pal: QPalette) -> None:
         self.pal = pal
         self.total_line.setPen(self._total_pen(pal))
+        self._drawn_samples = -1
