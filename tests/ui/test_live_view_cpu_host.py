@@ -53,6 +53,8 @@ def test_a_2_vcpu_host_shows_both_vcpus_and_its_memory_as_one_figure(make_window
     _x, curve = view.host_memory.used_curve.getOriginalDataset()
     assert curve == pytest.approx([s["host"]["mem_used"] / GIB for s in samples])
     assert view.host_memory.total_line.value() == pytest.approx(total)
+    # swapping the memory chart in kept the charts filling the view (not squeezed to their minimum)
+    assert view.charts.ci.geometry().height() == pytest.approx(view.charts.height())
 
 
 def test_the_throughput_chart_is_the_steady_windows_and_ends_on_its_figure(make_window, qtbot):

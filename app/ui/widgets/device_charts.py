@@ -30,6 +30,7 @@ GIB = 1024 ** 3
 MAX_BAR_LABELS = 16  # more cores than this: the bars speak for themselves
 MAX_CORE_BARS = 32   # more cores than this: a histogram of how busy they are
 MAX_AXIS_TICKS = 16
+MAX_HEAT_TICKS = 6  # the heat strip is short when views stand side by side
 BANDS = np.linspace(0.0, 100.0, 11)  # the histogram's 10 %-wide bands
 KIND_NAMES = {"neuroncore": "NeuronCore", "gpu": "GPU", "cpu": "CPU", "vcpu": "vCPU"}
 BARS_TOP = 118.0  # % axis: room above a 100 % bar for its value label
@@ -215,8 +216,8 @@ class UtilisationCharts:
             set_range(self.heat_plot, "y", float(cores))
             self.heat_plot.getAxis("left").setLabel(self._kind if self._kind != "Core" else "core")
             # Core i is the row from i to i+1: name it in the middle of its row.
-            self.heat_plot.getAxis("left").setTicks([index_ticks(cores, 0.5)[::2] if cores > 8 else
-                                                     index_ticks(cores, 0.5)])
+            ticks = index_ticks(cores, 0.5)
+            self.heat_plot.getAxis("left").setTicks([ticks[::-(-len(ticks) // MAX_HEAT_TICKS)]])
 
     def restyle(self, pal: QPalette) -> None:
         self.pal = pal

@@ -244,6 +244,9 @@ class LiveRunView(QFrame):
         self.bands[1].plot.setVisible(columns == 2)
         for plot in (self.memory.plot, self.host_memory.plot):
             plot.setVisible(plot is memory)
+        # Taking the items out shrank the layout to its minimum size.  A change of columns comes with a
+        # resize that gives it the view's size again; a relayout for a CPU host's memory chart does not.
+        self.charts.ci.setGeometry(self.charts.range)
 
     # ------------------------------------------------------------ from the bridge (UI thread)
     @Slot(object)
