@@ -235,6 +235,22 @@ class Shots:
             app.setStyle(QStyleFactory.create(style))
             app.setPalette(palette)
 
+    def shot_21_live_cpu_2vcpu(self) -> None:
+        """A real run recorded on a 2-vCPU machine with its /proc telemetry: both vCPUs, the host's memory."""
+        window = self.window(probe_hosts=False, load_models=False)
+        view = replay_job(window, "train-cpu-2vcpu-telemetry.events.jsonl", "replay: 2-vCPU CPU host (real run)",
+                          [], recorded_times=True)
+        wait_until(lambda: view.state.finished, 60, "the 2-vCPU replay")
+        self.save(window, "21-live-cpu-2vcpu.png")
+
+    def shot_22_live_cpu_192vcpu(self) -> None:
+        """A training on a 192-vCPU CPU host (synthetic samples: no such machine here), looped."""
+        window = self.window(probe_hosts=False, load_models=False)
+        view = replay_job(window, "train-cpu-tiny.events.jsonl", "replay: 192-vCPU CPU host (synthetic telemetry)",
+                          cpu_host_samples(192, 80), loops=12)
+        wait_until(lambda: view.state.finished, 60, "the 192-vCPU replay")
+        self.save(window, "22-live-cpu-192vcpu.png")
+
     def stored_runs(self) -> list[str]:
         """Three real tiny runs recorded in the store (once), priced as trn1.2xlarge and inf2.xlarge hosts."""
         if self._stored is None:
@@ -393,22 +409,6 @@ class Shots:
         finally:
             view.close()
             bridge.shutdown()
-
-    def shot_20_live_cpu_2vcpu(self) -> None:
-        """A real run recorded on a 2-vCPU machine with its /proc telemetry: both vCPUs, the host's memory."""
-        window = self.window(probe_hosts=False, load_models=False)
-        view = replay_job(window, "train-cpu-2vcpu-telemetry.events.jsonl", "replay: 2-vCPU CPU host (real run)",
-                          [], recorded_times=True)
-        wait_until(lambda: view.state.finished, 60, "the 2-vCPU replay")
-        self.save(window, "20-live-cpu-2vcpu.png")
-
-    def shot_21_live_cpu_192vcpu(self) -> None:
-        """A training on a 192-vCPU CPU host (synthetic samples: no such machine here), looped."""
-        window = self.window(probe_hosts=False, load_models=False)
-        view = replay_job(window, "train-cpu-tiny.events.jsonl", "replay: 192-vCPU CPU host (synthetic telemetry)",
-                          cpu_host_samples(192, 80), loops=12)
-        wait_until(lambda: view.state.finished, 60, "the 192-vCPU replay")
-        self.save(window, "21-live-cpu-192vcpu.png")
 
     def all(self) -> list[str]:
         return sorted(name for name in dir(self) if name.startswith("shot_"))
