@@ -10,6 +10,8 @@ lag: how late each tick fires.  Target: p99 <= 30 ms, and memory (RSS) flat afte
     python bench/ui_lag.py                 # 16 runs for 10 minutes (offscreen)
     python bench/ui_lag.py --minutes 2     # shorter
     python bench/ui_lag.py --runs 1        # the same, one run, for comparison
+    python bench/ui_lag.py --vcpus 192     # CPU-only hosts with 192 vCPUs each (synthetic samples in the
+                                           # agent's format): a bar chart and a heat strip row per vCPU
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from app.core.hosts import HostProfile
 from app.paths import AppPaths
 from app.services.replay import ReplayTransport, live_stream, read_events
+from app.services.synthetic_telemetry import cpu_host_samples
 from app.ui.app import make_application
 from app.ui.main_window import MainWindow
 from app.ui.settings import AppSettings
@@ -49,10 +52,11 @@ def rss_mib() -> float:
 class ReplayHosts:
     """Hosts whose agents replay recorded runs forever, paced like live ones."""
 
-    def __init__(self, count: int, rate: float) -> None:
-        train = read_events(RUNS / "train-xla-tiny.events.jsonl")
+    def __init__(self, count: int, rate: float, vcpus: int | None = None) -> None:
+        train = read_events(RUNS / ("train-cpu-tiny.events.jsonl" if vcpus else "train-xla-tiny.events.jsonl"))
         infer = read_events(RUNS / "infer-cpu-tiny.events.jsonl")
-        samples = read_events(RUNS / "samples-trn1-2xlarge.jsonl")
+        # A CPU host's samples carry one share per vCPU: the per-vCPU bars and heat strip are drawn.
+        samples = cpu_host_samples(vcpus, 120) if vcpus else read_events(RUNS / "samples-trn1-2xlarge.jsonl")
         self.transports: dict[str, ReplayTransport] = {}
         for i in range(count):
             events = train if i % 2 == 0 else infer
@@ -102,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="events per second per run (besides samples)")
     parser.add_argument("--baseline-s", type=float, default=20.0,
                         help="first measure the idle window this long (the machine's own timer noise)")
+    parser.add_argument("--vcpus", type=int, default=None,
+                        help="feed CPU-only hosts with this many vCPUs (synthetic samples) instead of the trn1 samples")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
 
@@ -110,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="nb-ui-lag-") as scratch:
         settings = AppSettings(QSettings(str(Path(scratch) / "settings.ini"), QSettings.Format.IniFormat))
-        provider = ReplayHosts(args.runs, args.rate)
+        provider = ReplayHosts(args.runs, args.rate, args.vcpus)
         window = MainWindow(AppPaths.resolve(scratch), settings, provider, probe_hosts=False, load_models=False)
         window.resize(1440, 900)
         window.show()
@@ -161,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     after = [(t, m) for t, m in memory if t >= min(WARMUP_S, args.minutes * 30.0)]
     slope = _slope(after)
     figures = {
-        "runs": args.runs, "minutes": args.minutes, "events_per_s_per_run": args.rate,
+        "runs": args.runs, "minutes": args.minutes, "events_per_s_per_run": args.rate, "vcpus": args.vcpus,
         "events_delivered": events, "events_per_s": round(events / (args.minutes * 60.0), 1),
         "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
         "ticks": len(lat), "lag_ms": {"p50": round(percentile(lat, 50), 2), "p99": round(percentile(lat, 99), 2),
@@ -175,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(figures))
     else:
-        print(f"{args.runs} live runs x {args.rate:g} events/s + 1 Hz samples for {args.minutes:g} min: "
+        hosts = f" of {args.vcpus}-vCPU CPU hosts" if args.vcpus else ""
+        print(f"{args.runs} live runs{hosts} x {args.rate:g} events/s + 1 Hz samples for {args.minutes:g} min: "
               f"{events} events delivered ({figures['events_per_s']}/s)")
         print(f"event-loop lag (5 ms timer lateness): p50 {figures['lag_ms']['p50']} ms, "
               f"p99 {figures['lag_ms']['p99']} ms, max {figures['lag_ms']['max']} ms over {len(lat)} ticks "

@@ -6,6 +6,7 @@ import threading
 import time
 from typing import Any, TextIO
 
+from app.core.numbers import figure
 from app.core.progress import ProgressTracker
 
 BAR_WIDTH = 28
@@ -110,6 +111,10 @@ class ProgressPrinter:
             self._line(f"step {event['i']} compiled a graph ({event['dt_s']:.2f} s, excluded from the figures)")
         typical = self.tracker.typical_step_s
         speed = f"{typical:.3f} s/step" if typical is not None else "compiling"
+        # The live view's figure: the rolling throughput of the steady window (none during warm-up).
+        throughput = self.tracker.steady.throughput
+        if throughput is not None:
+            speed += f"  {figure(throughput)} samples/s"
         self._progress(self.tracker.fraction,
                        f"{event['i']}/{self.spec.steps} steps  {speed}  {_eta(self.tracker.eta_s)}")
 

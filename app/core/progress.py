@@ -5,21 +5,27 @@ import statistics
 from collections import deque
 from typing import Any
 
-RECENT_STEPS = 20
+from app.core.step_window import ROLLING_STEPS, SteadyWindow
+
+RECENT_STEPS = ROLLING_STEPS
 
 
 class ProgressTracker:
     """Consumes one run's protocol events; ``fraction`` (0..1) and ``eta_s`` follow them.
 
-    Training: steps done of ``spec.steps``; the ETA is the median of the recent
-    steps that did not compile times the steps left.  Inference: batch sizes
+    Training: steps done of ``spec.steps``; the ETA is the typical step time
+    (``typical_step_s``) times the steps left.  Inference: batch sizes
     done plus the measured share of the current one (``spec.duration`` is the
     least it measures); the ETA counts measuring time only, so it is a floor.
+    ``steady`` holds the rolling step time and throughput that the views and the
+    CLI quote (warm-up and compiled steps left out).
     """
 
     def __init__(self, spec: Any) -> None:
         self.spec = spec
         self.recent: deque[float] = deque(maxlen=RECENT_STEPS)
+        self.steady = SteadyWindow(int(getattr(spec, "warmup", 0) or 0))
+        self.step_steady = False  # whether the latest step entered the steady window
         self.fraction = 0.0
         self.eta_s: float | None = None
         self.step = 0
@@ -28,7 +34,10 @@ class ProgressTracker:
 
     @property
     def typical_step_s(self) -> float | None:
-        """The median of the recent steps that did not compile (None before the first)."""
+        """The rolling median step time of the steady window; during warm-up, of the recent steps that did
+        not compile (None before the first)."""
+        if len(self.steady):
+            return self.steady.median_step_s
         return statistics.median(self.recent) if self.recent else None
 
     def update(self, event: dict[str, Any]) -> bool:
@@ -56,6 +65,7 @@ class ProgressTracker:
     def _step(self, event: dict[str, Any]) -> None:
         if not event.get("compiled"):
             self.recent.append(event["dt_s"])
+        self.step_steady = self.steady.add(event)
         self.step = event["i"]
         total = max(1, self.spec.steps)
         typical = self.typical_step_s

@@ -40,6 +40,7 @@ from app.services.pricing import load_pricebook
 from app.services.recorder import run_recorded
 from app.services.replay import ReplayTransport, live_stream, read_events, virtual_clock
 from app.services.store import RunStore
+from app.services.synthetic_telemetry import cpu_host_samples
 from app.services.transport import LocalTransport, Transport
 from app.ui.app import make_application
 from app.ui.bridge import Bridge, RunJob
@@ -111,12 +112,13 @@ def run_from_button(window: MainWindow, timeout: float = 180) -> None:
 
 
 def replay_job(window: MainWindow, events_file: str, title: str, samples: list[dict], loops: int = 1,
-               pace_s: float = 0.0):
+               pace_s: float = 0.0, recorded_times: bool = False):
+    """A view replaying a recorded run; ``recorded_times`` keeps each event's own time (a real run's timeline)."""
     events = read_events(RUNS_DATA / events_file)
     spec = RunSpec.from_dict(next(e for e in events if e["type"] == "result")["result"]["spec"])
     transport = ReplayTransport(lambda: live_stream(events, samples, every=10, loops=loops), title,
                                 pace=lambda e: 0.0 if e.get("type") == "sample" else pace_s,
-                                clock=lambda: virtual_clock(10.0))
+                                clock=(lambda: lambda e: e["t"]) if recorded_times else lambda: virtual_clock(10.0))
     job = window.bridge.start_run(transport, spec)
     view = window.runs.add_run(job, title)
     job.start()
@@ -234,6 +236,22 @@ class Shots:
         finally:
             app.setStyle(QStyleFactory.create(style))
             app.setPalette(palette)
+
+    def shot_21_live_cpu_2vcpu(self) -> None:
+        """A real run recorded on a 2-vCPU machine with its /proc telemetry: both vCPUs, the host's memory."""
+        window = self.window(probe_hosts=False, load_models=False)
+        view = replay_job(window, "train-cpu-2vcpu-telemetry.events.jsonl", "replay: 2-vCPU CPU host (real run)",
+                          [], recorded_times=True)
+        wait_until(lambda: view.state.finished, 60, "the 2-vCPU replay")
+        self.save(window, "21-live-cpu-2vcpu.png")
+
+    def shot_22_live_cpu_192vcpu(self) -> None:
+        """A training on a 192-vCPU CPU host (synthetic samples: no such machine here), looped."""
+        window = self.window(probe_hosts=False, load_models=False)
+        view = replay_job(window, "train-cpu-tiny.events.jsonl", "replay: 192-vCPU CPU host (synthetic telemetry)",
+                          cpu_host_samples(192, 80), loops=12)
+        wait_until(lambda: view.state.finished, 60, "the 192-vCPU replay")
+        self.save(window, "22-live-cpu-192vcpu.png")
 
     def stored_runs(self) -> list[str]:
         """Three real tiny runs recorded in the store (once), priced as trn1.2xlarge and inf2.xlarge hosts."""

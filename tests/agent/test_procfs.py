@@ -73,3 +73,26 @@ def test_a_busy_child_process_shows_up_as_cpu_load():
     assert 0 < loaded["host"]["mem_used"] < loaded["host"]["mem_total"]
 
 
+
+
+def _proc_stat(cores: int, busy: int, idle: int) -> str:
+    lines = [f"cpu  {busy * cores} 0 0 {idle * cores} 0 0 0 0 0 0"]
+    lines += [f"cpu{i} {busy} 0 0 {idle} 0 0 0 0 0 0" for i in range(cores)]
+    return "\n".join(lines) + "\nintr 1\n"
+
+
+def test_a_192_vcpu_host_is_sampled_vcpu_by_vcpu_in_a_small_sample(tmp_path, monkeypatch):
+    import json
+
+    from remote_agent.monitor import procfs
+
+    (tmp_path / "meminfo").write_text("MemTotal: 1572864000 kB\nMemAvailable: 1000000000 kB\n")
+    stat = tmp_path / "stat"
+    stat.write_text(_proc_stat(192, busy=100, idle=200))
+    monkeypatch.setattr(procfs, "PROC", str(tmp_path))
+    source = ProcfsSource()
+    source.start()
+    stat.write_text(_proc_stat(192, busy=101, idle=202))  # 1 of the 3 ticks since was busy on every vCPU
+    host = source.read()["host"]
+    assert host["cpu_per_core_pct"] == [33.3] * 192  # every vCPU, to a tenth of a percent
+    assert len(json.dumps(host["cpu_per_core_pct"])) <= 192 * 6  # about 1 KB a sample, not 3.6

@@ -112,3 +112,74 @@ def test_ring_buffers_keep_the_latest_rows_in_order_and_never_grow():
     assert ring.last()[0] == 9
     with pytest.raises(ValueError):
         ring.append(1)
+
+
+def _steps(spec, dts: list[float], compiled: tuple[int, ...] = (), samples: int = 8) -> list[dict]:
+    """A hello and one step event per ``dts`` entry, one after the other on the host's clock."""
+    events, t = [{"type": "hello", "t": 0.0, "agent_version": "test", "python": "3.10", "run_id": "r"}], 0.0
+    for i, dt in enumerate(dts, 1):
+        t += dt
+        events.append({"type": "step", "t": t, "i": i, "dt_s": dt, "samples": samples, "compiled": i in compiled})
+    return events
+
+
+def test_throughput_of_a_steady_run_plots_flat_and_leaves_the_warm_up_out():
+    events = recorded("train-cpu-tiny.events.jsonl")
+    spec = spec_of(events)  # 40 steps, 5 of warm-up
+    state = LiveRunState("local", spec)
+    # warm-up steps are slow (allocators, caches): 1 s each, then a steady 0.1 s per step of 8 samples
+    for event in _steps(spec, [1.0] * spec.warmup + [0.1] * (spec.steps - spec.warmup)):
+        state.apply(event)
+    steps = state.steps.array()
+    warmup, steady = steps[: spec.warmup], steps[spec.warmup:]
+    assert np.isnan(warmup[:, 3]).all() and np.isnan(warmup[:, 2]).all()  # no figure before the steady window
+    assert steady[:, 3] == pytest.approx([80.0] * len(steady))  # flat from the first steady step on
+    assert steady[:, 2] == pytest.approx([0.1] * len(steady))
+    assert state.latest_throughput() == pytest.approx(80.0)
+
+
+def test_a_recompilation_restarts_the_rolling_window_as_it_restarts_the_results():
+    events = recorded("train-cpu-tiny.events.jsonl")
+    spec = spec_of(events)
+    state = LiveRunState("local", spec)
+    # steps 6-19 at 0.1 s, step 20 compiles a new graph, then the new graph runs at 0.2 s a step
+    dts = [0.1] * 19 + [3.0] + [0.2] * 20
+    for event in _steps(spec, dts, compiled=(20,)):
+        state.apply(event)
+    steps = state.steps.array()
+    assert steps[18, 3] == pytest.approx(80.0)
+    assert np.isnan(steps[19, 3])  # the compiled step is a marker, not a figure
+    assert steps[20:, 3] == pytest.approx([40.0] * 20)  # not a blend of the old graph's steps and the new
+    assert state.latest_step_median() == pytest.approx(0.2)
+
+
+def test_a_cpu_hosts_samples_give_one_row_per_vcpu_and_host_memory_as_one_figure():
+    from app.services.synthetic_telemetry import cpu_host_sample
+
+    state = replayed("train-cpu-tiny.events.jsonl")
+    gib = 1024 ** 3
+    state.apply(cpu_host_sample([91.0, 12.0], 5 * gib, 23 * gib, t=state.t0 + 1))
+    state.apply(cpu_host_sample([95.0, 10.0], 6 * gib, 23 * gib, t=state.t0 + 2))
+    assert [(c.index, c.kind, c.util_pct) for c in state.cores] == [(0, "vcpu", 95.0), (1, "vcpu", 10.0)]
+    heat = state.heat.array()
+    assert heat.shape == (2, 3) and heat[:, 1].tolist() == [91.0, 95.0] and heat[:, 2].tolist() == [12.0, 10.0]
+    assert state.cpu_host and (state.host_now.mem_used, state.host_now.mem_total) == (6 * gib, 23 * gib)
+    assert state.host_series.array()[:, 3].tolist() == [5.0, 6.0]  # GiB used over time
+
+
+def test_192_vcpus_are_all_kept():
+    from app.services.synthetic_telemetry import cpu_host_samples
+
+    state = replayed("train-cpu-tiny.events.jsonl", cpu_host_samples(192, 5))
+    assert len(state.cores) == 192 and state.heat.array().shape == (5, 193)
+
+
+def test_a_sample_from_an_agent_without_per_vcpu_figures_falls_back_to_the_hosts_total():
+    from app.services.synthetic_telemetry import cpu_host_sample
+
+    state = replayed("train-cpu-tiny.events.jsonl")
+    old = cpu_host_sample([40.0, 60.0], 1, 2, t=state.t0 + 1)
+    del old["host"]["cpu_per_core_pct"]  # an agent of before the per-vCPU figures
+    state.apply(old)
+    assert [(c.kind, c.util_pct) for c in state.cores] == [("cpu", 50.0)]
+    assert state.heat.array().shape == (1, 2)

@@ -7,10 +7,10 @@ import numpy as np
 class Ring:
     """The last ``capacity`` rows of ``width`` float64 columns (NaN marks a missing value)."""
 
-    def __init__(self, capacity: int, width: int = 1) -> None:
+    def __init__(self, capacity: int, width: int = 1, dtype: type = np.float64) -> None:
         self.capacity = capacity
         self.width = width
-        self._data = np.full((capacity, width), np.nan)
+        self._data = np.full((capacity, width), np.nan, dtype=dtype)
         self._next = 0
         self._size = 0
         self.appended = 0  # rows ever appended (tells a reader whether anything changed)

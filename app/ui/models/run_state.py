@@ -8,7 +8,6 @@ shows up on the charts.
 """
 from __future__ import annotations
 
-import statistics
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,7 @@ SERIES_CAPACITY = 7_200     # 2 h of 1 Hz telemetry or latency windows
 HEAT_CAPACITY = 1_800       # 30 min of the per-core heat strip
 LOG_CAPACITY = 5_000      # lines held for a view that has not drawn them yet
 PHASE_CAPACITY = 200      # a sweep of 50 batch sizes; looped replays drop their oldest
-ROLLING_STEPS = 20
+GIB = 1024 ** 3
 BAND_PHASES = ("setup", "compile", "warmup", "measure")
 
 Event = dict[str, Any]
@@ -56,6 +55,27 @@ class DeviceNow:
     mem_total: int | None
 
 
+@dataclass
+class HostNow:
+    """The host's latest CPU and memory figures; ``vcpu_pct`` is None from an agent that sends no per-vCPU list."""
+
+    cpu_pct: float | None
+    vcpu_pct: list[float | None] | None
+    mem_used: int | None
+    mem_total: int | None
+
+
+def utilisation_cores(devices: list[DeviceNow], host: HostNow) -> list[DeviceNow]:
+    """What the utilisation charts show: the NeuronCores or GPUs, or on a CPU-only host every vCPU.
+
+    A CPU host's one ``cpu`` device is the whole host; its vCPUs come from ``cpu_per_core_pct``.
+    An older agent sends no such list: the host's total then stands alone, as it did.
+    """
+    if devices and all(d.kind == "cpu" for d in devices) and host.vcpu_pct:
+        return [DeviceNow(i, "vcpu", pct, None, None) for i, pct in enumerate(host.vcpu_pct)]
+    return devices
+
+
 class LiveRunState:
     """Everything one run's view draws, built from its events."""
 
@@ -77,21 +97,21 @@ class LiveRunState:
         self.version = 0
         self.progress = ProgressTracker(spec)
         self.phases: deque[PhaseSpan] = deque(maxlen=PHASE_CAPACITY)
-        # steps: t, dt_s, rolling median dt and rolling throughput (of steps that did not compile), compiled 0/1
+        # steps: t, dt_s, rolling median dt and throughput (NaN outside the steady window), compiled 0/1
         self.steps = Ring(STEP_CAPACITY, 5)
         self.compiled_steps = Ring(1_000, 2)          # t, dt_s of steps that compiled a graph
         self.latency = Ring(SERIES_CAPACITY, 5)       # t, batch size, p50, p90, p99 (ms)
         self.infer_throughput = Ring(SERIES_CAPACITY, 2)   # t, samples/s over the latency window
-        self.host_series = Ring(SERIES_CAPACITY, 3)   # t, cpu %, memory used %
-        self.heat: Ring | None = None                 # t, then one util % column per device
+        self.host_series = Ring(SERIES_CAPACITY, 4)   # t, cpu %, memory used %, memory used GiB
+        self.heat: Ring | None = None                 # t, then one util % column per core (``cores``)
         self.devices: list[DeviceNow] = []
+        self.host_now: HostNow | None = None
+        self.cores: list[DeviceNow] = []              # the utilisation charts' rows: devices, or vCPUs
         self.samples_seen = 0
         self.sample_source: str | None = None
         self.missing: dict[str, str] = {}
         # Lines not yet handed to the view's log pane (which keeps the last ones it shows).
         self._new_logs: list[tuple[float, str, str]] = []
-        self._recent_dt: deque[float] = deque(maxlen=ROLLING_STEPS)
-        self._recent_samples: deque[tuple[float, float]] = deque(maxlen=ROLLING_STEPS)
         self._last_latency_t: float | None = None
 
     # ------------------------------------------------------------------ input
@@ -182,16 +202,14 @@ class LiveRunState:
             self._log(t, "info", f"compiled{batch} in {event['seconds']:.2f} s")
 
     def _on_step(self, event: Event) -> None:
-        t, dt, samples = self._rel(event["t"]), float(event["dt_s"]), float(event["samples"])
+        t, dt = self._rel(event["t"]), float(event["dt_s"])
         if event.get("compiled"):
             self.compiled_steps.append(t, dt)
             self._log(t, "info", f"step {event['i']} compiled a graph ({dt:.2f} s, kept out of the figures)")
-        else:
-            self._recent_dt.append(dt)
-            self._recent_samples.append((samples, dt))
-        median = statistics.median(self._recent_dt) if self._recent_dt else None
-        total_dt = sum(d for _s, d in self._recent_samples)
-        throughput = sum(s for s, _d in self._recent_samples) / total_dt if total_dt > 0 else None
+        # The tracker has taken this step: its steady window (warm-up and compiles left out) gives both
+        # rolling figures, so the throughput is flat when the step time is, and ends on the Result's.
+        window = self.progress.steady
+        median, throughput = (window.median_step_s, window.throughput) if self.progress.step_steady else (None, None)
         self.steps.append(t, dt, median, throughput, 1.0 if event.get("compiled") else 0.0)
 
     def _on_latency(self, event: Event) -> None:
@@ -213,14 +231,19 @@ class LiveRunState:
         host = event.get("host") or {}
         used, total = host.get("mem_used"), host.get("mem_total")
         mem_pct = 100.0 * used / total if used is not None and total else None
-        self.host_series.append(t, host.get("cpu_pct"), mem_pct)
+        self.host_series.append(t, host.get("cpu_pct"), mem_pct, None if used is None else used / GIB)
+        vcpus = host.get("cpu_per_core_pct")
+        self.host_now = HostNow(host.get("cpu_pct"), list(vcpus) if isinstance(vcpus, list) else None, used, total)
         devices = sorted(event.get("devices") or [], key=lambda d: d.get("index", 0))
         self.devices = [DeviceNow(int(d.get("index", i)), str(d.get("kind", "?")), d.get("util_pct"),
                                   d.get("mem_used"), d.get("mem_total")) for i, d in enumerate(devices)]
-        if self.devices:
-            if self.heat is None or self.heat.width != len(self.devices) + 1:
-                self.heat = Ring(HEAT_CAPACITY, len(self.devices) + 1)  # the core count changed: start over
-            self.heat.append(t, *[d.util_pct for d in self.devices])
+        self.cores = utilisation_cores(self.devices, self.host_now)
+        if self.cores:
+            if self.heat is None or self.heat.width != len(self.cores) + 1:
+                # float32: percentages and seconds since the start need no more, and 192 vCPUs x 30 min
+                # of float64 would hold 2.8 MB a view.  The core count changed: start over.
+                self.heat = Ring(HEAT_CAPACITY, len(self.cores) + 1, np.float32)
+            self.heat.append(t, *[c.util_pct for c in self.cores])
 
     def _on_log(self, event: Event) -> None:
         self._log(self._rel(event["t"]), str(event.get("level", "info")), str(event.get("message", "")))
@@ -243,6 +266,11 @@ class LiveRunState:
     @property
     def finished(self) -> bool:
         return self.status in ("ok", "failed", "cancelled", "detached")
+
+    @property
+    def cpu_host(self) -> bool:
+        """The host has no NeuronCore or GPU: the CPU is the device (from the latest sample)."""
+        return bool(self.devices) and all(d.kind == "cpu" for d in self.devices)
 
     @property
     def device_kind(self) -> str:

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from app.cli.text import format_result
 from app.core.specs import spec_summary
+from app.core.step_window import ROLLING_STEPS
 from app.services.ec2.lease import STAGES as LAUNCH_STAGES
 from app.ui import theme
 from app.ui.bridge import QUEUED, RunJob
@@ -46,11 +47,13 @@ from app.ui.widgets.charts import (
 )
 from app.ui.widgets.device_charts import MemoryBars, UtilisationCharts
 from app.ui.widgets.error_panel import describe_exception
+from app.ui.widgets.host_memory_chart import HostMemoryChart
 from app.ui.widgets.log_pane import LogPane
 from app.ui.widgets.phase_band import PhaseBand
 
 MIN_X_SPAN_S = 5.0
 STEP_TITLE = "Step time (s), rolling median"
+THROUGHPUT_TITLE = f"Throughput (samples/s), last {ROLLING_STEPS} steady steps"
 # Titles name their curves in the curves' colours (a legend would sit on the data): {0} is series 0...
 LATENCY_TITLE = "Latency (ms): {0}p50{end} · {1}p90{end} · {2}p99{end}"
 HOST_TITLE = "Host {0}CPU{end} and {1}memory{end} (%)"
@@ -156,24 +159,29 @@ class LiveRunView(QFrame):
             self.main = new_plot(LATENCY_TITLE, "ms", pal)
             self.latency_curves = [live_curve(self.main, theme.series_colour(i, pal), name=name)
                                    for i, name in enumerate(("p50", "p90", "p99"))]
-        self.throughput = new_plot("Throughput (samples/s)", "samples/s", pal)
+        self.throughput = new_plot(THROUGHPUT_TITLE if train else "Throughput (samples/s)", "samples/s", pal)
         self.throughput_curve = live_curve(self.throughput, theme.series_colour(2, pal))
         util_bars = new_plot("Core utilisation now (%)", "%", pal)
         heat = new_plot("Core utilisation over time", "core", pal)
         self.util = UtilisationCharts(util_bars, heat, pal)
         self.memory = MemoryBars(new_plot("Memory per core (GiB)", "GiB", pal), pal)
+        # A CPU host's memory is the host's: one figure over time in the memory chart's place.
+        self.host_memory = HostMemoryChart(pal)
         self.host_plot = new_plot(HOST_TITLE, "%", pal)
         self.host_plot.setYRange(0, 105, padding=0)
         self.cpu_curve = live_curve(self.host_plot, theme.series_colour(0, pal), name="CPU")
         self.mem_curve = live_curve(self.host_plot, theme.series_colour(1, pal), name="memory")
-        self.time_plots = [self.main, self.throughput, heat, self.host_plot, *(b.plot for b in self.bands)]
+        self.time_plots = [self.main, self.throughput, heat, self.host_plot, self.host_memory.plot,
+                           *(b.plot for b in self.bands)]
         for plot in self.time_plots[1:]:
             plot.setXLink(self.main)
         self.host_plot.getAxis("bottom").setLabel("seconds since the run started")
-        self.plots = [self.main, self.throughput, util_bars, heat, self.memory.plot, self.host_plot]
+        self.plots = [self.main, self.throughput, util_bars, heat, self.memory.plot, self.host_memory.plot,
+                      self.host_plot]
         if not train:
             set_title(self.main, keyed(LATENCY_TITLE, pal), pal)
         self.chart_columns = 0
+        self.memory_plot = self.memory.plot  # the one in the grid: device memory, or a CPU host's memory
         self.set_chart_columns(2)
 
         # ---- log and result
@@ -212,9 +220,9 @@ class LiveRunView(QFrame):
         self.refresh()
 
     # ------------------------------------------------------------ layout
-    def set_chart_columns(self, columns: int) -> None:
+    def set_chart_columns(self, columns: int, force: bool = False) -> None:
         """Charts two abreast (a run alone), or stacked in one column (runs side by side)."""
-        if columns == self.chart_columns:
+        if columns == self.chart_columns and not force:
             return
         self.chart_columns = columns
         layout = self.charts.ci
@@ -223,16 +231,22 @@ class LiveRunView(QFrame):
             if item in layout.items:
                 layout.removeItem(item)
         util_bars, heat = self.util.bars_plot, self.util.heat_plot
+        memory = self.memory_plot
         if columns == 2:
             grid = [[self.bands[0].plot, self.bands[1].plot], [self.main, self.throughput], [util_bars, heat],
-                    [self.memory.plot, self.host_plot]]
+                    [memory, self.host_plot]]
         else:
             grid = [[self.bands[0].plot], [self.main], [self.throughput], [heat], [self.host_plot], [util_bars],
-                    [self.memory.plot]]
+                    [memory]]
         for row, items in enumerate(grid):
             for col, item in enumerate(items):
                 layout.addItem(item, row=row, col=col)
         self.bands[1].plot.setVisible(columns == 2)
+        for plot in (self.memory.plot, self.host_memory.plot):
+            plot.setVisible(plot is memory)
+        # Taking the items out shrank the layout to its minimum size.  A change of columns comes with a
+        # resize that gives it the view's size again; a relayout for a CPU host's memory chart does not.
+        self.charts.ci.setGeometry(self.charts.range)
 
     # ------------------------------------------------------------ from the bridge (UI thread)
     @Slot(object)
@@ -330,9 +344,16 @@ class LiveRunView(QFrame):
             set_curve(self.throughput_curve, rate[:, 0], rate[:, 1])
             set_range(self.throughput, "y", nice_ceiling(float(np.nanmax(rate[:, 1], initial=0.0)) * 1.1))
             set_range(self.main, "y", nice_ceiling(float(np.nanmax(latency[:, 4], initial=0.0)) * 1.1))
-        self.util.update(state.devices, state.heat, state.samples_seen, state.missing)
-        self.memory.update(state.devices, state.samples_seen, state.missing)
+        self.util.update(state.cores, state.heat, state.samples_seen, state.missing)
         host = state.host_series.array()
+        memory = self.host_memory.plot if state.cpu_host else self.memory.plot
+        if memory is not self.memory_plot:  # the first sample said which host this is
+            self.memory_plot = memory
+            self.set_chart_columns(self.chart_columns, force=True)
+        if state.cpu_host:
+            self.host_memory.update(host, state.host_now, state.samples_seen, state.missing)
+        else:
+            self.memory.update(state.devices, state.samples_seen, state.missing)
         set_curve(self.cpu_curve, host[:, 0], host[:, 1])
         set_curve(self.mem_curve, host[:, 0], host[:, 2])
         cpu, mem = state.latest_host()
@@ -349,7 +370,8 @@ class LiveRunView(QFrame):
         parts = []
         if state.spec.workload == "train":
             parts.append(f"step {state.progress.step}/{state.spec.steps}")
-            parts.append(f"step time (median of last 20) <b>{_num(state.latest_step_median(), '.4f', ' s')}</b>")
+            parts.append(f"step time (median of last {ROLLING_STEPS}) "
+                         f"<b>{_num(state.latest_step_median(), '.4f', ' s')}</b>")
         else:
             lat = state.latest_latency()
             parts.append(f"p50 <b>{_num(lat[0] if lat else None, '.2f', ' ms')}</b>")
@@ -372,6 +394,7 @@ class LiveRunView(QFrame):
                 set_title(self.main, keyed(LATENCY_TITLE, pal), pal)
             self.util.restyle(pal)
             self.memory.restyle(pal)
+            self.host_memory.restyle(pal)
             self._drawn_version = -1
             self._dot_status = ""
             self.refresh()
