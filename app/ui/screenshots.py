@@ -34,10 +34,11 @@ from app.core.presets import TINY_VIT_ARGS
 from app.core.slurm import SlurmSettings
 from app.core.specs import build_spec
 from app.paths import AppPaths
+from app.services.cluster_run import ClusterRun, NodeTarget
 from app.services.ec2.inventory import OwnedInstance
 from app.services.hosts_store import HostsStore
 from app.services.pricing import load_pricebook
-from app.services.recorder import run_recorded
+from app.services.recorder import RunRecorder, run_recorded
 from app.services.replay import ReplayTransport, live_stream, read_events, virtual_clock
 from app.services.store import RunStore
 from app.services.synthetic_telemetry import cpu_host_samples
@@ -297,6 +298,29 @@ class Shots:
         view.set_runs(ids)
         wait_until(lambda: view.doc is not None or view.status.is_error, 60, "the comparison")
         self.view(view, "10-compare.png", bridge)
+
+    def shot_23_compare_scaling(self) -> None:
+        """Compare on a real 1-node run and a real 2-node run (two agents on this computer with homes of their own,
+        torchrun's rendezvous over loopback), priced as trn1.32xlarge: speed-up, efficiency, the scaling chart."""
+        spec = RunSpec(workload="train", model="vit_tiny_patch16_224", model_args=dict(TINY_VIT_ARGS), backend="cpu",
+                       workers=0, batch_sizes=(8,), steps=40, warmup=5)
+        book = load_pricebook(self.paths)
+        other = AppPaths.resolve(self.paths.data / "second-node")  # node b: an agent home of its own
+        with RunStore(self.paths.runs_db) as store:
+            one = run_recorded(LocalTransport(self.paths, host="trn-a"), spec, store, book, "trn1.32xlarge",
+                               "us-east-1")
+            two_spec = build_spec(spec, nnodes=2)
+            cluster = ClusterRun([NodeTarget(LocalTransport(self.paths, host="trn-a"), "127.0.0.1"),
+                                  NodeTarget(LocalTransport(other, host="trn-b"), "127.0.0.1")], two_spec)
+            recorder = RunRecorder.start(store, book, cluster.host, two_spec, cluster.run_id,
+                                         declared_type="trn1.32xlarge", declared_region="us-east-1")
+            cluster.on_event = recorder
+            two = recorder.finish(cluster.run())
+        bridge = Bridge()
+        view = CompareView(self.paths, bridge)
+        view.set_runs([one["run_id"], two["run_id"]])
+        wait_until(lambda: view.doc is not None or view.status.is_error, 60, "the comparison")
+        self.view(view, "23-compare-scaling.png", bridge)
 
     def shot_11_hosts(self) -> None:
         """Saved SSH hosts priced from the price book, the host editor, and the SSH layer's questions."""
