@@ -55,14 +55,14 @@ def main() -> None:
     def on_event(event):
         if event["type"] == "hello":
             marks["pids"] = {"supervisor": event["pid"], "follower": parent(event["pid"])}
-        elif event["type"] in ("step", "result") and event.get("i", 0) in (0, args.warmup + 1):
-            marks[event["type"]] = (time.monotonic(), {name: switches(pid) for name, pid in marks["pids"].items()})
+        elif event["type"] == "step" and event["i"] in (args.warmup + 1, args.steps):
+            marks[event["i"]] = (time.monotonic(), {name: switches(pid) for name, pid in marks["pids"].items()})
 
     with tempfile.TemporaryDirectory() as tmp:
         result = RunSession(LocalTransport(AppPaths.resolve(tmp)), spec, on_event=on_event).run()
     assert result["status"] == "ok", result["error"]
-    (t0, first), (t1, last) = marks["step"], marks["result"]
-    steps = args.steps - args.warmup
+    (t0, first), (t1, last) = marks[args.warmup + 1], marks[args.steps]
+    steps = args.steps - args.warmup - 1
     print(f"tiny ViT, {args.backend}, {steps} steps in {t1 - t0:.2f} s "
           f"({(t1 - t0) / steps * 1000:.1f} ms a step, telemetry at its default period)")
     for name in ("supervisor", "follower"):
