@@ -2,31 +2,15 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import IO, Callable, List, Optional
 
-POLL_S = 0.02
-IDLE_POLL_S = 0.2
+from remote_agent.filewatch import FileWatch
 
-
-class Backoff:
-    """Poll fast while events flow, slower while nothing happens.
-
-    Polling a file every 20 ms costs little, but on a 2-vCPU host every wake-up
-    competes with the workload's threads; when a step takes seconds there is
-    nothing to read for seconds.  The interval grows 1.5x per idle poll up to
-    ``IDLE_POLL_S`` and drops back at the first new event.
-    """
-
-    def __init__(self, fast: float = POLL_S, slow: float = IDLE_POLL_S) -> None:
-        self.fast, self.slow, self.interval = fast, slow, fast
-
-    def reset(self) -> None:
-        self.interval = self.fast
-
-    def wait(self, active: bool) -> None:
-        self.interval = self.fast if active else min(self.slow, self.interval * 1.5)
-        time.sleep(self.interval)
+# How often a follower with nothing to read checks that the supervisor is still alive: a killed
+# supervisor writes nothing that would wake it.
+ALIVE_CHECK_S = 1.0
 
 
 class LineReader:
@@ -63,10 +47,16 @@ def follow(path: str, out: IO[bytes], from_seq: int, alive: Callable[[], bool]) 
     with ``seq >= from_seq``: an attaching app gets the handshake and exactly
     the events it does not hold yet.  Returns the end status, or None when the
     supervisor died (``alive()`` turned false) before writing ``end``.
+
+    Between reads the follower sleeps in the kernel until the log is written
+    (``FileWatch``), checking ``alive()`` once every ``ALIVE_CHECK_S`` while idle.
     """
+    folder, name = os.path.split(os.path.abspath(path))
+    watch = FileWatch(folder, lambda changed: changed == name)  # before the first read: no write slips by
     reader = LineReader(path)
-    backoff = Backoff()
     last_look = False
+    notified = True  # the last wait ended because the kernel said the log changed
+    next_check = time.monotonic() + ALIVE_CHECK_S
     try:
         while True:
             lines = reader.read_lines()
@@ -79,14 +69,24 @@ def follow(path: str, out: IO[bytes], from_seq: int, alive: Callable[[], bool]) 
                     return str(event.get("status"))
             if lines:
                 out.flush()
-                backoff.reset()
-                continue
-            if last_look:
+                if not notified and watch.kernel_notified and not watch.pending():
+                    # Lines the kernel never reported: another machine writes this folder (a Slurm
+                    # node through a shared home), which inotify cannot see.  Poll instead.
+                    watch.fall_back_to_polling()
+                if last_look:
+                    continue
+            elif last_look:
                 return None
-            if not alive():
-                # Read once more: the supervisor may have written its last lines as it exited.
-                last_look = True
-                continue
-            backoff.wait(active=False)
+            elif not watch.kernel_notified or time.monotonic() >= next_check:
+                next_check = time.monotonic() + ALIVE_CHECK_S
+                if not alive():
+                    # Read once more: the supervisor may have written its last lines as it exited.
+                    last_look = True
+                    continue
+            if watch.kernel_notified:
+                notified = watch.wait(max(0.0, next_check - time.monotonic()))
+            else:
+                watch.wait(active=bool(lines))
     finally:
         reader.close()
+        watch.close()

@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Optional, Set
 
 from remote_agent.capacity import multinode_problem, multinode_warnings, nproc_problem
 from remote_agent.eventlog import EventLog, emit_hello
-from remote_agent.follow import Backoff, LineReader
+from remote_agent.filewatch import FileWatch
+from remote_agent.follow import LineReader
 from remote_agent.launch import agent_command, child_env, torchrun_command
 from remote_agent.monitor.digest import TelemetryDigest, measure_windows, switched_off
 from remote_agent.monitor.sampler import Sampler, host_sources
@@ -31,6 +32,9 @@ from remote_agent.summary import compose_result, summarize_infer, summarize_trai
 
 LOG_LINES_PER_S = 20  # stderr lines streamed live per second; all of them stay in stderr.log
 TERMINATE_GRACE_S = 10.0
+# The relay loop wakes on a worker's write, a signal (SIGCHLD: the workload ended; SIGTERM) or this
+# period at the latest: a backstop, so that nothing hangs if a wake-up were ever lost.
+RELAY_BACKSTOP_S = 1.0
 HELLO_WAIT_S = 10.0
 
 _SIGNAL_HINTS = {
@@ -106,6 +110,7 @@ class Supervisor:
         self.node: Optional[NodePlacement] = None  # this node's place in a multi-node run
         self.extra_env: Dict[str, str] = {}
         self.joined: Set[int] = set()  # ranks of this node whose process group came up
+        self.watch: Optional[FileWatch] = None  # wakes the relay loop (set up in main())
 
     # ---------------------------------------------------------------- signals
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -158,15 +163,19 @@ class Supervisor:
                             " for batch size %d" % launch.batch_size), pid=self.proc.pid)
         pump = StderrPump(self.proc.stdout, self.run.stderr_log, self.events)
         pump.start()
+        watch = self.watch or self._watch_workers()
         deadline: Optional[float] = None
-        backoff = Backoff()
         while self.proc.poll() is None:
             active = self.relay()
             if self.cancelled and deadline is None:
                 deadline = time.monotonic() + TERMINATE_GRACE_S
-            if deadline is not None and time.monotonic() > deadline:
-                self.proc.kill()
-            backoff.wait(active)
+            timeout = RELAY_BACKSTOP_S
+            if deadline is not None:
+                if time.monotonic() > deadline:
+                    self.proc.kill()
+                    deadline = time.monotonic() + RELAY_BACKSTOP_S  # and again if it is still there then
+                timeout = min(timeout, max(0.0, deadline - time.monotonic()))
+            watch.wait(timeout, active)
         pump.join(timeout=5)
         self.relay()
         code = self.proc.returncode
@@ -174,6 +183,22 @@ class Supervisor:
             self.error = self._exit_error(code)
             self.events.emit("error", **self.error)
         return code
+
+    def _watch_workers(self) -> FileWatch:
+        """Wake the relay loop when a worker appends an event, or when a signal arrives.
+
+        Workers keep writing side files, one per rank, rather than one pipe: torchrun does not
+        pass descriptors on to its workers, and several ranks' lines longer than PIPE_BUF (an
+        error's traceback) would interleave in one pipe.  Signals reach the loop through
+        ``signal.set_wakeup_fd``: SIGCHLD says the workload ended, SIGTERM asks for a cancel.
+        """
+        wake_read, wake_write = os.pipe()
+        for fd in (wake_read, wake_write):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(wake_write)
+        signal.signal(signal.SIGCHLD, _wake_only)
+        self.watch = FileWatch(self.run.workers_dir, lambda name: name.endswith(".jsonl"), [wake_read])
+        return self.watch
 
     def _exit_error(self, code: int) -> Dict[str, Any]:
         if self.node is not None and not self.joined:
@@ -265,6 +290,7 @@ class Supervisor:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})  # blocked by `run`
         self.events = self._open_log()
         write_pid_file(self.run, os.getpid())
+        self._watch_workers()  # before any worker writes: no event is missed
         spec_dict: Dict[str, Any] = {}
         env: Optional[Dict[str, Any]] = None
         backend: Optional[Dict[str, Any]] = None
@@ -322,6 +348,10 @@ class Supervisor:
             self.events.emit("end", status=status)
             self.events.close()
         return 0
+
+
+def _wake_only(_signum: int, _frame: Any) -> None:
+    """A handler that only makes the signal reach ``set_wakeup_fd`` (SIGCHLD is ignored by default)."""
 
 
 def main(run_path: str) -> int:

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import threading
 import time
 
+import remote_agent.follow as follow_module
 from remote_agent.eventlog import EventLog
+from remote_agent.filewatch import ENV_NO_INOTIFY, FileWatch
 from remote_agent.follow import follow
 from remote_agent.protocol import iter_events
 
@@ -58,3 +61,96 @@ def test_a_dead_supervisor_without_end_is_reported_after_the_last_line(tmp_path)
     out = io.BytesIO()
     assert follow(str(path), out, 1, alive=lambda: False) is None
     assert len(out.getvalue().splitlines()) == 4  # everything that was written still reached the app
+
+
+class _CountingReads:
+    """Counts the follower's reads of the log, and how many of them found nothing."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.reads: list[int] = []  # lines found by each read, in order
+        original = follow_module.LineReader.read_lines
+
+        def read_lines(reader):
+            lines = original(reader)
+            self.reads.append(len(lines))
+            return lines
+
+        monkeypatch.setattr(follow_module.LineReader, "read_lines", read_lines)
+
+
+class _Handshake(io.BytesIO):
+    """An output stream that says when the follower has delivered a given number of lines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delivered = threading.Semaphore(0)
+
+    def write(self, data):
+        for _ in range(data.count(b"\n")):
+            self.delivered.release()
+        return super().write(data)
+
+
+def _append(path, event: dict) -> None:
+    with open(path, "ab", buffering=0) as handle:
+        handle.write(json.dumps({"v": 1, "t": 1.0, **event}).encode() + b"\n")
+
+
+def _follow_in_thread(path, out):
+    outcome: dict = {}
+    thread = threading.Thread(target=lambda: outcome.update(status=follow(str(path), out, 1, alive=lambda: True)))
+    thread.start()
+    return thread, outcome
+
+
+def test_a_follower_of_an_idle_log_sleeps_instead_of_polling(tmp_path, monkeypatch):
+    path = tmp_path / "events.jsonl"
+    _append(path, {"seq": 1, "type": "hello", **HELLO})
+    counter = _CountingReads(monkeypatch)
+    out = _Handshake()
+    thread, outcome = _follow_in_thread(path, out)
+    assert out.delivered.acquire(timeout=10)  # hello is out: the follower has nothing left to read
+    idle_from = time.monotonic()
+    time.sleep(1.0)  # an idle second (observed, not asserted on): a 20 ms poller reads ~10 times in it
+    idle_s = time.monotonic() - idle_from  # more than 1 s on a busy machine: allowed for below
+    _append(path, {"seq": 2, "type": "end", "status": "ok"})
+    thread.join(timeout=10)
+    assert outcome == {"status": "ok"}
+    # hello's read, one liveness look per ALIVE_CHECK_S idle (and one for a wait cut short), end's read
+    assert len(counter.reads) <= 2 + math.ceil(idle_s / getattr(follow_module, "ALIVE_CHECK_S", 1.0)) + 1, counter.reads
+
+
+def test_an_appended_event_is_delivered_by_the_read_its_write_wakes(tmp_path, monkeypatch):
+    monkeypatch.setattr(follow_module, "ALIVE_CHECK_S", 60.0, raising=False)  # no liveness look within this test
+    path = tmp_path / "events.jsonl"
+    _append(path, {"seq": 1, "type": "hello", **HELLO})
+    counter = _CountingReads(monkeypatch)
+    out = _Handshake()
+    thread, outcome = _follow_in_thread(path, out)
+    assert out.delivered.acquire(timeout=10)
+    for seq in range(2, 6):
+        time.sleep(0.3)  # the follower is asleep (longer than any poll period), then one event arrives
+        _append(path, {"seq": seq, "type": "log", "level": "info", "message": f"line {seq}"})
+        assert out.delivered.acquire(timeout=10)
+    _append(path, {"seq": 6, "type": "end", "status": "ok"})
+    thread.join(timeout=10)
+    assert outcome == {"status": "ok"}
+    # Every wake-up was a write: each read found exactly the line just written, none came back empty.
+    assert counter.reads == [1, 1, 1, 1, 1, 1], counter.reads
+
+
+def test_without_inotify_the_follower_polls_and_still_delivers_everything(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_NO_INOTIFY, "1")
+    assert not FileWatch(str(tmp_path), lambda name: True).kernel_notified
+    test_follow_waits_for_events_written_later_and_for_half_written_lines(tmp_path)
+
+
+def test_the_kernel_wakes_a_watch_only_for_the_files_it_wants(tmp_path):
+    watch = FileWatch(str(tmp_path), lambda name: name == "events.jsonl")
+    assert watch.kernel_notified  # this test machine is Linux: inotify must be in use, not the fallback
+    (tmp_path / "stderr.log").write_bytes(b"compiler chatter\n")
+    assert not watch.wait(timeout=0.2)  # a log's write is not an event
+    (tmp_path / "events.jsonl").write_bytes(b"{}\n")
+    assert watch.wait(timeout=10)
+    assert not watch.pending()  # the change was consumed: the next wait sleeps again
+    watch.close()

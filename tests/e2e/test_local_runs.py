@@ -133,3 +133,16 @@ def test_loader_workers_default_from_the_host_and_the_result_says_how_many(run_c
     result = _only(out.json())
     assert result["spec"]["workers"] is None and result["spec"]["data"] == "host"
     assert result["train"]["data"] == {"source": "host", "loader_workers": 0, "workers_auto": True}
+
+
+def test_without_inotify_the_agent_polls_and_still_delivers_every_event_once(run_cli, cli_env, tmp_path):
+    # The fallback of hosts without inotify, forced: supervisor and follower poll the files instead.
+    events_path = tmp_path / "events.jsonl"
+    out = run_cli(*TRAIN, "--backend", "cpu", "--steps", "6", "--warmup", "1", "--events", str(events_path),
+                  env=dict(cli_env, NEURONBENCH_NO_INOTIFY="1"))
+    assert out.code == 0, out.stderr
+    assert _only(out.json())["status"] == "ok"
+    events = list(iter_events(events_path.read_bytes().splitlines()))
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert [e["i"] for e in events if e["type"] == "step"] == [1, 2, 3, 4, 5, 6]
+    assert events[-1]["type"] == "end" and events[-1]["status"] == "ok"
