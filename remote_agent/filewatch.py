@@ -26,7 +26,7 @@ from typing import Callable, Optional, Sequence
 
 POLL_S = 0.02
 IDLE_POLL_S = 0.2
-MIN_GAP_S = 0.02  # the most often a watch returns: never more wake-ups than the old poll, whatever the step time
+MIN_GAP_S = 0.05  # the most often a watch returns while writes keep coming: 20 batches a second at most
 
 _IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, 0o2000000
 # A write, a new or renamed-in file; the overflow bit arrives unasked (events were dropped: look anyway).
