@@ -126,16 +126,7 @@ def handle_attach(args: argparse.Namespace) -> int:
             result = recorder.finish(result)
     finally:
         store.close()
-    if args.json:
-        json.dump([result], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(format_result(result))
-    if result.get("status") != "ok":
-        print(f"neuronbench: error: run {result.get('status')} on {host}: "
-              f"{(result.get('error') or {}).get('message', 'no reason given')}", file=sys.stderr)
-        return 1
-    return 0
+    return _show_attached(args, result, host)
 
 
 def _known(store: RunStore, ref: str) -> bool:
@@ -208,16 +199,7 @@ def _attach_slurm(args: argparse.Namespace, paths: AppPaths, store: RunStore, bo
         result = recorder.finish(slurm.attach(store.events(run_id)))
     finally:
         slurm.login.close()
-    if args.json:
-        json.dump([result], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(format_result(result))
-    if result.get("status") != "ok":
-        print(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
-              f"{(result.get('error') or {}).get('message', 'no reason given')}", file=sys.stderr)
-        return 1
-    return 0
+    return _show_attached(args, result, result.get('host'))
 
 
 def _cancel_slurm(args: argparse.Namespace, paths: AppPaths, hello: dict[str, Any]) -> int:
@@ -286,4 +268,18 @@ def handle_cancel(args: argparse.Namespace) -> int:
     if code != 0:
         raise AgentError(f"{args.host}: {last or f'cancel exited with code {code}'}", detail=stderr)
     print(f"{args.host}: {last or 'cancelled'}", file=sys.stderr)
+    return 0
+
+
+def _show_attached(args: argparse.Namespace, result: dict[str, Any], host: str | None) -> int:
+    """Print the re-attached run's Result (or its JSON); exit status 1 and one sentence when it did not end ok."""
+    if args.json:
+        json.dump([result], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(format_result(result))
+    if result.get("status") != "ok":
+        print(f"neuronbench: error: run {result.get('status')} on {host}: "
+              f"{(result.get('error') or {}).get('message', 'no reason given')}", file=sys.stderr)
+        return 1
     return 0
