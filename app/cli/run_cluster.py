@@ -2,21 +2,21 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from app.cli.hosts_resolve import transport_for_profile
 from app.cli.progress import ProgressPrinter
+from app.cli.recorded_repeats import OnEvent, recorded_repeats
 from app.core.cluster import cluster_label, declared_multinode_problem, launched_nodes_problem, node_address
-from app.core.errors import BadSpecError, NeuronBenchError
+from app.core.errors import BadSpecError
 from app.core.specs import build_spec
 from app.paths import AppPaths
 from app.services.cluster_run import ClusterRun, NodeTarget
 from app.services.hosts_store import HostsStore
-from app.services.recorder import RunRecorder, open_recording
+from app.services.recorder import open_recording
 from app.services.ssh_prompts import SshPrompts
-from remote_agent.protocol import RunSpec, new_run_id
+from remote_agent.protocol import RunSpec
 
 
 def parse_nodes(text: str) -> list[str]:
@@ -46,33 +46,15 @@ def run_cluster(args: argparse.Namespace, spec: RunSpec, paths: AppPaths, prompt
     transports = [transport_for_profile(p, paths, prompts, hosts) for p in profiles]
     targets = [NodeTarget(t, node_address(p.hostname, p.local)) for t, p in zip(transports, profiles, strict=True)]
     store, book = open_recording(paths, warn)
-    results = []
     try:
-        for repeat in range(1, args.repeats + 1):
-            run_id = new_run_id()
-            label = f" #{repeat}/{args.repeats}" if args.repeats > 1 else ""
-            printer = ProgressPrinter(cluster_label(names), spec, label, stream=sys.stderr)
-            recorder = RunRecorder.start(store, book, cluster_label(names), spec, run_id, on_error=warn,
-                                         declared_type=profiles[0].instance_type, declared_region=profiles[0].region)
+        def run_one(run_id: str, on_event: OnEvent, printer: ProgressPrinter) -> dict[str, Any]:
+            return ClusterRun(targets, spec, run_id, on_event=on_event, on_notice=printer.note,
+                              master_addr=args.master_addr, rendezvous_timeout_s=args.rendezvous_timeout).run()
 
-            def on_event(event: dict[str, Any], recorder: RunRecorder = recorder,
-                         printer: ProgressPrinter = printer) -> None:
-                recorder(event)  # stored before anything else sees it
-                events_file(event)
-                printer(event)
-
-            cluster = ClusterRun(targets, spec, run_id, on_event=on_event, on_notice=printer.note,
-                                 master_addr=args.master_addr, rendezvous_timeout_s=args.rendezvous_timeout)
-            try:
-                result = recorder.finish(cluster.run())
-            except NeuronBenchError as exc:
-                result = recorder.fail(exc)
-            if args.repeats > 1:
-                result["repeat"] = {"index": repeat, "of": args.repeats}
-            results.append(result)
+        return recorded_repeats(args, store, book, cluster_label(names), spec,
+                                (profiles[0].instance_type, profiles[0].region), events_file, warn, run_one)
     finally:
         store.close()
         for transport in transports:
             transport.release()
             transport.close()
-    return results

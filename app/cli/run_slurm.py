@@ -7,21 +7,20 @@ and leaves the job to Slurm (``runs attach`` picks it up, ``runs cancel`` ends i
 from __future__ import annotations
 
 import argparse
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from app.cli.hosts_resolve import transport_for_profile
 from app.cli.progress import ProgressPrinter
-from app.core.errors import NeuronBenchError
+from app.cli.recorded_repeats import OnEvent, recorded_repeats
 from app.core.hosts import HostProfile
 from app.core.slurm import slurm_spec
 from app.paths import AppPaths
-from app.services.recorder import RunRecorder, open_recording
+from app.services.recorder import open_recording
 from app.services.slurm_run import SlurmRun
 from app.services.ssh_prompts import SshPrompts
-from remote_agent.protocol import RunSpec, new_run_id
+from remote_agent.protocol import RunSpec
 
 
 def follow_with_interrupt(slurm: SlurmRun, say: Callable[[str], None]) -> dict[str, Any]:
@@ -60,31 +59,14 @@ def run_slurm(args: argparse.Namespace, spec: RunSpec, paths: AppPaths, prompts:
     spec = slurm_spec(spec, profile, args.nnodes)
     transport = transport_for_profile(profile, paths, prompts)
     store, book = open_recording(paths, warn)
-    results = []
     try:
-        for repeat in range(1, args.repeats + 1):
-            run_id = new_run_id()
-            label = f" #{repeat}/{args.repeats}" if args.repeats > 1 else ""
-            printer = ProgressPrinter(profile.name, spec, label, stream=sys.stderr)
-            recorder = RunRecorder.start(store, book, profile.name, spec, run_id, on_error=warn,
-                                         declared_type=profile.instance_type, declared_region=profile.region)
-
-            def on_event(event: dict[str, Any], recorder: RunRecorder = recorder,
-                         printer: ProgressPrinter = printer) -> None:
-                recorder(event)  # stored before anything else sees it
-                events_file(event)
-                printer(event)
-
+        def run_one(run_id: str, on_event: OnEvent, printer: ProgressPrinter) -> dict[str, Any]:
             slurm = SlurmRun(transport, profile.slurm, spec, run_id, on_event=on_event, on_notice=printer.note,
                              rendezvous_timeout_s=args.rendezvous_timeout)
-            try:
-                result = recorder.finish(follow_with_interrupt(slurm, printer.note))
-            except NeuronBenchError as exc:
-                result = recorder.fail(exc)
-            if args.repeats > 1:
-                result["repeat"] = {"index": repeat, "of": args.repeats}
-            results.append(result)
+            return follow_with_interrupt(slurm, printer.note)
+
+        return recorded_repeats(args, store, book, profile.name, spec, (profile.instance_type, profile.region),
+                                events_file, warn, run_one)
     finally:
         store.close()
         transport.close()
-    return results
