@@ -53,6 +53,8 @@ def format_result(result: dict[str, Any]) -> str:
     lines = [f"{result.get('host')} · run {result.get('run_id')} · {result.get('status')}",
              f"  {spec_summary(spec) if spec else result.get('workload')}"
              f"{' (ran on ' + str(backend.get('device')) + ')' if backend.get('device') else ''}"]
+    if result.get("model"):
+        lines.append(f"  model       {format_model(result['model'])}")
     if result.get("error"):
         lines.append(f"  error: {result['error'].get('message')}")
     train = result.get("train")
@@ -61,9 +63,11 @@ def format_result(result: dict[str, Any]) -> str:
         ci = step.get("ci95") or [None, None]
         compile_ = train.get("compile") or {}
         window = train.get("window")
+        tokens = train.get("throughput_tokens_per_s")
         lines += [
             f"  throughput  {_num(train.get('throughput_samples_per_s'), '.2f')} samples/s "
-            f"(global batch {train.get('global_batch')}, {train.get('world_size')} process(es))",
+            + (f"· {tokens:,.0f} tokens/s " if tokens else "")
+            + f"(global batch {train.get('global_batch')}, {train.get('world_size')} process(es))",
             f"  step time   median {_num(step.get('median'), '.4f')} s "
             f"(95% CI {_num(ci[0], '.4f')}–{_num(ci[1], '.4f')}), p90 {_num(step.get('p90'), '.4f')}, "
             f"mean {_num(step.get('mean'), '.4f')} ± {_num(step.get('stdev'), '.4f')}",
@@ -78,22 +82,13 @@ def format_result(result: dict[str, Any]) -> str:
                          f"excluded from the figures")
         else:
             lines.append("  compile     none (eager execution)")
+        if train.get("check"):
+            lines.append(f"  check       {format_check(train['check'])}")
     if result.get("nodes"):
         lines.append(f"  nodes       {len(result['nodes'])}: " + ", ".join(format_node(n) for n in result["nodes"]))
     infer = result.get("infer")
     if infer:
-        lines.append(f"  {'batch':>5} {'compile s':>9} {'requests':>8} {'p50 ms':>8} {'p90':>8} {'p95':>8} "
-                     f"{'p99':>8} {'mean':>8} {'samples/s':>10}")
-        for row in infer:
-            lat = row.get("latency_ms") or {}
-            flag = "" if row.get("p99_reliable", True) else "*"
-            lines.append(f"  {row.get('batch_size'):>5} {_num(row.get('compile_s'), '.2f'):>9} "
-                         f"{row.get('iterations'):>8} {_num(lat.get('p50'), '.2f'):>8} "
-                         f"{_num(lat.get('p90'), '.2f'):>8} "
-                         f"{_num(lat.get('p95'), '.2f'):>8} {_num(lat.get('p99'), '.2f') + flag:>8} "
-                         f"{_num(lat.get('mean'), '.2f'):>8} {_num(row.get('throughput_per_s'), '.1f'):>10}")
-        if any(not row.get("p99_reliable", True) for row in infer):
-            lines.append("  * p99 from fewer than 100 requests: rough")
+        lines += format_infer_table(infer)
     lines += format_instance(result)
     lines += format_telemetry(result.get("telemetry"))
     for node in (result.get("nodes") or [])[1:]:  # node 0's telemetry is the run's, above
@@ -103,6 +98,87 @@ def format_result(result: dict[str, Any]) -> str:
     for warning in result.get("warnings") or []:
         lines.append(f"  warning: {warning}")
     return "\n".join(lines)
+
+
+def format_infer_table(infer: list[dict[str, Any]]) -> list[str]:
+    """One line per batch size (and sequence length): latency, throughput, tokens/s, the check."""
+    seq = any(row.get("seq_len") is not None for row in infer)
+    tokens = any(row.get("tokens_per_s") for row in infer)
+    checked = any(row.get("check") for row in infer)
+    lines = [f"  {'batch':>5}" + (f" {'seq':>5}" if seq else "") + f" {'compile s':>9} {'requests':>8} "
+             f"{'p50 ms':>8} {'p90':>8} {'p95':>8} {'p99':>8} {'mean':>8} {'samples/s':>10}"
+             + (f" {'tokens/s':>11}" if tokens else "") + ("  check" if checked else "")]
+    for row in infer:
+        lat = row.get("latency_ms") or {}
+        flag = "" if row.get("p99_reliable", True) else "*"
+        lines.append(f"  {row.get('batch_size'):>5}" + (f" {row.get('seq_len') or '':>5}" if seq else "")
+                     + f" {_num(row.get('compile_s'), '.2f'):>9} "
+                     f"{row.get('iterations'):>8} {_num(lat.get('p50'), '.2f'):>8} "
+                     f"{_num(lat.get('p90'), '.2f'):>8} "
+                     f"{_num(lat.get('p95'), '.2f'):>8} {_num(lat.get('p99'), '.2f') + flag:>8} "
+                     f"{_num(lat.get('mean'), '.2f'):>8} {_num(row.get('throughput_per_s'), '.1f'):>10}"
+                     + (f" {_num(row.get('tokens_per_s'), ',.0f'):>11}" if tokens else "")
+                     + (f"  {check_mark(row.get('check'))}" if checked else ""))
+    if any(not row.get("p99_reliable", True) for row in infer):
+        lines.append("  * p99 from fewer than 100 requests: rough")
+    if checked:
+        lines.append("  check: the compiled model against the eager model on CPU (fp32), on fresh inputs: "
+                     + "; ".join(f"batch {row.get('batch_size')}"
+                                 + (f" seq {row['seq_len']}" if row.get("seq_len") is not None else "")
+                                 + f" {format_check(row['check'], brief=True)}" for row in infer if row.get("check")))
+    return lines
+
+
+def check_mark(check: dict[str, Any] | None) -> str:
+    """``ok``, ``WRONG`` (disagrees), ``NaN`` (not finite), ``?`` (nothing to compare with) or ``-`` (not checked)."""
+    if not check:
+        return "-"
+    if check.get("agrees") is None:
+        return "?"
+    if not check.get("finite", True):
+        return "NaN"
+    return "ok" if check.get("agrees") else "WRONG"
+
+
+def format_check(check: dict[str, Any], brief: bool = False) -> str:
+    """``agrees: largest error 2e-07 of the output's scale (tolerance 1e-03, fp32)``."""
+    if check.get("agrees") is None:
+        verdict = f"not judged: {check.get('note', 'nothing to compare with')}"
+    elif not check.get("finite", True):
+        verdict = "NaN or infinity in the compiled model's outputs"
+    else:
+        verdict = "agrees" if check.get("agrees") else "DISAGREES"
+    rel = check.get("max_rel_err")
+    error = f"largest error {rel:.2g} of the output's scale" if rel is not None else "error unbounded"
+    if brief:
+        return f"{verdict} ({error})"
+    what = check.get("what") or "compiled model"
+    extra = ""
+    if check.get("loss") is not None and check.get("reference_loss") is not None:
+        extra = f", loss {check['loss']:.6g} vs {check['reference_loss']:.6g}"
+    return (f"{what} against eager on CPU (fp32): {verdict}, {error}{extra} "
+            f"(tolerance {check.get('tolerance'):.0e}, {check.get('precision')})")
+
+
+def format_model(model: dict[str, Any]) -> str:
+    """``BertForSequenceClassification (hf bert-large-uncased, classification), 335,143,938 parameters, ...``."""
+    parts = [model.get("source") or "?", model.get("name") or "?"]
+    if model.get("task"):
+        parts.append(model["task"])
+    text = f"{model.get('class') or '?'} ({' '.join(parts[:2])}{', ' + parts[2] if len(parts) > 2 else ''})"
+    if isinstance(model.get("parameters"), int):
+        text += f", {model['parameters']:,} parameters"
+    inputs = model.get("inputs") or []
+    if inputs:
+        text += "; inputs " + ", ".join(f"{i.get('name')} {'x'.join(str(n) for n in i.get('shape') or [])} "
+                                        f"{i.get('dtype')}" for i in inputs)
+    digest = model.get("sha256") or (model.get("config") or {}).get("sha256")
+    if digest:
+        text += f"; sha256 {digest[:12]}"
+    libraries = model.get("libraries") or {}
+    if libraries:
+        text += "; " + ", ".join(f"{k} {v}" for k, v in sorted(libraries.items()))
+    return text
 
 
 def format_node(node: dict[str, Any]) -> str:
@@ -120,7 +196,8 @@ def format_data(data: dict[str, Any]) -> str:
         return "device: one synthetic batch made on the device, reused every step (the input pipeline is not measured)"
     workers = data.get("loader_workers")
     chosen = ", chosen for this host" if data.get("workers_auto") else ""
-    return f"host: the seed's FakeDataset through a DataLoader, {workers} loader worker(s){chosen}"
+    return f"host: random batches made on the host (the seed's FakeDataset) through a DataLoader, " \
+           f"{workers} loader worker(s){chosen}"
 
 
 def format_instance(result: dict[str, Any]) -> list[str]:

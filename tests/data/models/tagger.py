@@ -21,5 +21,6 @@ class Tagger(torch.nn.Module):
 def make_model(batch_size, seq_len=12, vocab=100, width=24, tags=5):
     model = Tagger(vocab, width, tags)
     tokens = torch.randint(0, vocab, (batch_size, seq_len))
-    inputs = {"tokens": tokens, "mask": torch.ones(batch_size, seq_len), "tags": torch.randint(0, tags, (batch_size, seq_len))}
+    inputs = {"tokens": tokens, "mask": torch.ones(batch_size, seq_len),
+              "tags": torch.randint(0, tags, (batch_size, seq_len))}
     return {"model": model, "inputs": inputs, "tokens_per_sample": seq_len}

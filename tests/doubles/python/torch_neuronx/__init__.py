@@ -64,10 +64,10 @@ class DataParallel:
             raise RuntimeError(f"DataParallel with dynamic batching off needs a batch divisible by the {cores} "
                                f"NeuronCores, got {batch}")
         per_input = [torch.chunk(x, cores, dim=0) for x in inputs]
-        outputs = [self.module(*parts) for parts in zip(*per_input)]
+        outputs = [self.module(*parts) for parts in zip(*per_input, strict=True)]
         if self.traced_batch is None:
             self.traced_batch = [int(chunk.shape[0]) for chunk in per_input[0]]
             _record(call="DataParallel.forward", batch=batch, per_core=self.traced_batch, inputs=len(inputs))
         if isinstance(outputs[0], tuple):
-            return tuple(torch.cat(parts, dim=0) for parts in zip(*outputs))
+            return tuple(torch.cat(parts, dim=0) for parts in zip(*outputs, strict=True))
         return torch.cat(outputs, dim=0)
