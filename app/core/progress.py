@@ -54,7 +54,7 @@ class ProgressTracker:
                 self.measure_start = event["t"]
             elif event["name"] == "measure" and event["state"] == "end" and event.get("batch_size") is not None:
                 self.sizes_done += 1
-                self.fraction = min(1.0, self.sizes_done / max(1, len(self.spec.batch_sizes)))
+                self.fraction = min(1.0, self.sizes_done / self.shapes)
                 return True
             return False
         if kind == "end" and event.get("status") == "ok":
@@ -72,6 +72,11 @@ class ProgressTracker:
         self.fraction = min(1.0, event["i"] / total)
         self.eta_s = typical * max(0, total - event["i"]) if typical is not None else None
 
+    @property
+    def shapes(self) -> int:
+        """Inference: one compiled artefact, and one measurement, per batch size and sequence length."""
+        return max(1, len(self.spec.batch_sizes) * max(1, len(self.spec.seq_lens)))
+
     def measured_share(self, now: float) -> float:
         """The share of ``spec.duration`` measured at time ``now`` for the current batch size."""
         if self.measure_start is None or not self.spec.duration:
@@ -79,8 +84,16 @@ class ProgressTracker:
         return min(1.0, max(0.0, now - self.measure_start) / self.spec.duration)
 
     def _latency(self, event: dict[str, Any]) -> None:
-        sizes = max(1, len(self.spec.batch_sizes))
+        sizes = self.shapes
         within = self.measured_share(event["t"])
         self.fraction = min(1.0, (self.sizes_done + within) / sizes)
         left_sizes = max(0, sizes - self.sizes_done - 1)
         self.eta_s = (1.0 - within) * self.spec.duration + left_sizes * self.spec.duration
+
+
+def shape_label(event: dict[str, Any]) -> str:
+    """``batch 4`` or ``batch 4, seq 128``: the static shape an inference event is about."""
+    label = f"batch {event.get('batch_size')}"
+    if event.get("seq_len") is not None:
+        label += f", seq {event['seq_len']}"
+    return label
