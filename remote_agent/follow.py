@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import IO, Callable, List, Optional
+from typing import IO, Any, Callable, Dict, List, Optional
 
 from remote_agent.filewatch import FileWatch
 
@@ -40,6 +40,15 @@ class LineReader:
             self._handle.close()
 
 
+def _parsed(line: bytes) -> Dict[str, Any]:
+    """The event a log line holds, or {} for one that is not a JSON object."""
+    try:
+        event = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError too
+        return {}
+    return event if isinstance(event, dict) else {}
+
+
 def follow(path: str, out: IO[bytes], from_seq: int, alive: Callable[[], bool]) -> Optional[str]:
     """Copy events from the log at ``path`` to ``out`` until the ``end`` event.
 
@@ -55,14 +64,23 @@ def follow(path: str, out: IO[bytes], from_seq: int, alive: Callable[[], bool]) 
     watch = FileWatch(folder, lambda changed: changed == name)  # before the first read: no write slips by
     reader = LineReader(path)
     last_look = False
+    last_seq = 0  # of the last event read with a seq
     notified = True  # the last wait ended because the kernel said the log changed
     next_check = time.monotonic() + ALIVE_CHECK_S
     try:
         while True:
             lines = reader.read_lines()
             for line in lines:
-                event = json.loads(line.decode("utf-8"))
-                if event.get("seq") == 1 or event.get("seq", 0) >= from_seq:
+                event = _parsed(line)
+                seq = event.get("seq")
+                if type(seq) is not int:
+                    # A line cut short (a full disk, a crash mid-write) or otherwise broken: the app refuses it
+                    # with its reason and goes on.  Passed on only past the events the app already holds.
+                    if last_seq >= from_seq - 1:
+                        out.write(line + b"\n")
+                    continue
+                last_seq = seq
+                if seq == 1 or seq >= from_seq:
                     out.write(line + b"\n")
                 if event.get("type") == "end":
                     out.flush()

@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, Iterable, Optional, Tuple
 
+from remote_agent.event_schema import EVENT_SCHEMAS, SchemaError, check_event
 from remote_agent.model_ref import MODEL_FILE_MAX_BYTES, TASKS, ModelRefError, parse_model_ref
 
 PROTOCOL_VERSION = 1
@@ -29,21 +30,8 @@ PHASES = ("setup", "compile", "warmup", "measure", "teardown")
 ERROR_KINDS = ("bad_spec", "backend_unavailable", "compile_failed", "oom", "runtime", "internal")
 END_STATUSES = ("ok", "failed", "cancelled")
 
-# Required fields per event type (beyond v/seq/t/type).  Extra fields are allowed:
-# they carry optional detail (e.g. a step's data-loader wait) that old readers ignore.
-EVENT_FIELDS: Dict[str, Tuple[str, ...]] = {
-    "hello": ("agent_version", "protocol_version", "pid", "python", "run_id"),
-    "probe": ("env",),
-    "phase": ("name", "state"),
-    "step": ("i", "dt_s", "samples", "compiled"),
-    "latency": ("batch_size", "count", "p50_ms", "p90_ms", "p99_ms"),
-    "sample": ("host", "devices"),
-    "log": ("level", "message"),
-    "result": ("result",),
-    "error": ("kind", "message"),
-    "end": ("status",),
-}
-EVENT_TYPES = tuple(EVENT_FIELDS)
+# Every event type's fields, in one table: remote_agent/event_schema.py (decode holds each line to it).
+EVENT_TYPES = tuple(EVENT_SCHEMAS)
 
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,79}$")
@@ -80,7 +68,7 @@ def finite(value: Any) -> Any:
 
 def make_event(type_: str, seq: int, t: Optional[float] = None, **payload: Any) -> Dict[str, Any]:
     """Build an event dict with the common header fields first."""
-    if type_ not in EVENT_FIELDS:
+    if type_ not in EVENT_SCHEMAS:
         raise ProtocolError("unknown event type %r" % (type_,))
     event = {"v": PROTOCOL_VERSION, "seq": seq, "t": time.time() if t is None else t, "type": type_}
     event.update(payload)
@@ -114,9 +102,15 @@ def encode(event: Dict[str, Any]) -> bytes:
 
 
 def decode(line: Any) -> Dict[str, Any]:
-    """Parse and validate one line.  Raises ``ProtocolError`` with the reason."""
+    """Parse one line and hold it to its type's schema (``event_schema``).
+
+    Raises ``ProtocolError`` with the reason for anything else: a line that is not
+    JSON (cut by a full disk, say), nests too deep, or carries a field of the wrong
+    type, a NaN, an integer past 64 bits or a lone surrogate.  The caller decides
+    whether a refused line ends the stream (``EventStream`` goes on past it).
+    """
     if isinstance(line, str):
-        line = line.encode("utf-8")
+        line = line.encode("utf-8", "surrogatepass")  # a lone surrogate then fails as invalid UTF-8, below
     if len(line) > MAX_LINE_BYTES:
         raise ProtocolError("line of %d bytes exceeds the %d-byte cap" % (len(line), MAX_LINE_BYTES))
     try:
@@ -124,22 +118,12 @@ def decode(line: Any) -> Dict[str, Any]:
     except (UnicodeDecodeError, ValueError) as exc:
         snippet = line[:120].decode("utf-8", "replace").rstrip()
         raise ProtocolError("not a JSON event: %s (line starts %r)" % (exc, snippet)) from None
-    if not isinstance(event, dict):
-        raise ProtocolError("an event must be a JSON object, got %s" % type(event).__name__)
-    if event.get("v") != PROTOCOL_VERSION:
-        raise ProtocolError("protocol version %r, this side speaks %d" % (event.get("v"), PROTOCOL_VERSION))
-    seq = event.get("seq")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise ProtocolError("seq must be a positive integer, got %r" % (seq,))
-    t = event.get("t")
-    if not isinstance(t, (int, float)) or isinstance(t, bool):
-        raise ProtocolError("t must be a number, got %r" % (t,))
-    type_ = event.get("type")
-    if type_ not in EVENT_FIELDS:
-        raise ProtocolError("unknown event type %r" % (type_,))
-    missing = [name for name in EVENT_FIELDS[type_] if name not in event]
-    if missing:
-        raise ProtocolError("%s event #%d lacks %s" % (type_, seq, ", ".join(missing)))
+    except RecursionError:
+        raise ProtocolError("not a JSON event: it nests deeper than this reader follows") from None
+    try:
+        check_event(event, line)
+    except SchemaError as exc:
+        raise ProtocolError(str(exc)) from None
     return event
 
 

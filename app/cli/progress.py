@@ -8,8 +8,10 @@ from typing import Any, TextIO
 
 from app.core.numbers import figure
 from app.core.progress import ProgressTracker, shape_label
+from app.core.quoting import clean
 
 BAR_WIDTH = 28
+LINE_LIMIT = 1000  # characters of one progress line: a host's log line or error message is cut there
 
 
 def _bar(fraction: float) -> str:
@@ -34,7 +36,7 @@ class ProgressPrinter:
     def __init__(self, host: str, spec: Any, label: str = "", stream: TextIO | None = None) -> None:
         self.host = host
         self.spec = spec
-        self.label = f"{host}{label}"
+        self.label = clean(f"{host}{label}")
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.tracker = ProgressTracker(spec)
@@ -46,12 +48,14 @@ class ProgressPrinter:
         if self._bar_shown:
             self.stream.write("\r\033[K")
             self._bar_shown = False
-        self.stream.write(f"[{self.label}] {text}\n")
+        # Text from the host (log lines, errors, names) with its control characters escaped: it never
+        # drives the terminal, and this printer's own bar sequences are the only ones written.
+        self.stream.write(f"[{self.label}] {clean(text, LINE_LIMIT)}\n")
         self.stream.flush()
 
     def _progress(self, fraction: float, text: str) -> None:
         if self.tty:
-            self.stream.write(f"\r\033[K[{self.label}] {_bar(fraction)} {text}")
+            self.stream.write(f"\r\033[K[{self.label}] {_bar(fraction)} {clean(text, LINE_LIMIT)}")
             self.stream.flush()
             self._bar_shown = True
             return
@@ -78,7 +82,7 @@ class ProgressPrinter:
         """An event of node 1, 2, ... of a multi-node run: its own lines, never the run's progress (node 0's)."""
         if event["type"] in ("probe", "error", "log"):
             label = self.label
-            self.label = f"{self.host} node {event['node']}"
+            self.label = clean(f"{self.host} node {event['node']}")
             try:
                 getattr(self, "_on_" + event["type"])(event)
             finally:

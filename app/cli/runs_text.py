@@ -6,6 +6,7 @@ from typing import Any
 
 from app.core.compare import WORK
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
+from app.core.quoting import clean, clean_block
 from app.core.runrecord import StoredRun, fingerprint
 
 
@@ -33,6 +34,7 @@ def headline(run: StoredRun) -> str:
 
 
 def table(rows: list[tuple[str, ...]]) -> str:
+    rows = [tuple(clean(cell, 60) for cell in row) for row in rows]  # a host's or user's text, one cell each
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
@@ -86,7 +88,7 @@ def format_run_detail(run: StoredRun, telemetry_rows: int, result_text: str | No
         lines.append(result_text)
     if run.result:
         lines += format_cost(run.result.get("cost"))
-    return "\n".join(lines)
+    return clean_block("\n".join(lines))
 
 
 def instance_cell(row: dict[str, Any]) -> str:

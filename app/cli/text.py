@@ -5,6 +5,7 @@ from typing import Any
 
 from app.cli.monitor_view import size_text
 from app.core.ec2_cost import format_minutes, format_usd
+from app.core.quoting import clean_block
 from app.core.specs import spec_summary
 
 GIB = 1024 ** 3
@@ -44,7 +45,7 @@ def format_env(host: str, env: dict[str, Any]) -> str:
         lines.extend(f"    {key}: {reason}" for key, reason in sorted(missing.items()))
     for warning in env.get("warnings") or []:
         lines.append(f"  warning: {warning}")
-    return "\n".join(lines)
+    return clean_block("\n".join(lines))  # names and versions come from the host
 
 
 def format_result(result: dict[str, Any]) -> str:
@@ -97,7 +98,17 @@ def format_result(result: dict[str, Any]) -> str:
                 ["  " + line for line in format_telemetry(node["telemetry"])]
     for warning in result.get("warnings") or []:
         lines.append(f"  warning: {warning}")
-    return "\n".join(lines)
+    lines += format_refused(result.get("events_refused"))
+    return clean_block("\n".join(lines))  # the Result quotes the host (messages, warnings, names)
+
+
+def format_refused(refused: dict[str, Any] | None) -> list[str]:
+    """The events protocol v1 refused (left out of the run, which went on), with the first reasons."""
+    if not refused or not refused.get("count"):
+        return []
+    lines = [f"  refused     {refused['count']:,} event(s) from the agent: not protocol v1, left out"]
+    lines += [f"    {reason}" for reason in refused.get("reasons") or []]
+    return lines
 
 
 def format_infer_table(infer: list[dict[str, Any]]) -> list[str]:

@@ -38,9 +38,13 @@ def aggregate_repeats(results: Sequence[Result]) -> list[dict[str, Any]]:
 
 def failed_result(host: str, spec_dict: dict[str, Any], run_id: str, error: Exception) -> Result:
     """A Result for a run that produced none (the host was unreachable, the agent died)."""
-    return {"schema": "neuronbench.result/1", "run_id": run_id, "host": host, "workload": spec_dict.get("workload"),
-            "backend": spec_dict.get("backend"), "status": "failed",
-            "error": {"kind": getattr(error, "kind", type(error).__name__), "message": str(error),
-                      "detail": getattr(error, "detail", "")},
-            "spec": spec_dict, "env": None, "train": None, "infer": None, "cost": None, "telemetry": None,
-            "warnings": []}
+    result = {"schema": "neuronbench.result/1", "run_id": run_id, "host": host, "workload": spec_dict.get("workload"),
+              "backend": spec_dict.get("backend"), "status": "failed",
+              "error": {"kind": getattr(error, "kind", type(error).__name__), "message": str(error),
+                        "detail": getattr(error, "detail", "")},
+              "spec": spec_dict, "env": None, "train": None, "infer": None, "cost": None, "telemetry": None,
+              "warnings": []}
+    refused = getattr(error, "events_refused", None)  # lines of the agent's the session refused (with_refusals)
+    if refused:
+        result["events_refused"] = refused
+    return result

@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.core.errors import AgentError, ConnectError, ProtocolViolation
+from app.core.errors import AgentError, ConnectError, NeuronBenchError, ProtocolViolation
+from app.core.quoting import clean
+from app.core.refused_events import RefusedEvents
 from app.services.transport import AgentProcess, Transport
-from remote_agent.protocol import NodePlacement, ProtocolError, RunSpec, SeqTracker, decode, new_run_id
+from remote_agent.protocol import NodePlacement, ProtocolError, RunSpec, SeqTracker, SpecError, decode, new_run_id
 
 Event = dict[str, Any]
 EventCallback = Callable[[Event], None]
@@ -24,6 +26,9 @@ EventCallback = Callable[[Event], None]
 RECONNECT_FOR_S = 15 * 60
 BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 AGENT_EXIT_NO_SUCH_RUN = 2  # remote_agent.runner EXIT_BAD_INPUT: `attach` found no such run
+# Result blocks only the app writes (the price, a launched instance, a cluster's nodes, the refusals):
+# an agent's Result that carries them has them dropped, not trusted.
+APP_BLOCKS = ("events_refused", "ec2", "nodes", "repeat", "slurm")
 
 
 def _stderr_sentence(stderr: str) -> str:
@@ -36,10 +41,13 @@ class EventStream:
 
     ``skip_through``: events up to that seq are already held (a re-attach replays
     hello, and the agent may repeat what we have): they are checked, not passed on.
+    A line that protocol v1 refuses (``decode``) is counted in ``refused`` (or
+    handed to ``on_refused``) and the stream goes on; only an event out of order
+    ends it.
     """
 
     def __init__(self, process: AgentProcess, host: str, on_event: EventCallback | None = None,
-                 skip_through: int = 0) -> None:
+                 skip_through: int = 0, on_refused: Callable[[str], None] | None = None) -> None:
         self.process = process
         self.host = host
         self.on_event = on_event
@@ -51,19 +59,27 @@ class EventStream:
         self.end: Event | None = None
         self.exit_code: int | None = None
         self._tracker = SeqTracker()
+        self.refused = RefusedEvents()
+        self.on_refused = on_refused
 
     def pump(self) -> None:
-        """Consume the stream to its end; raise ProtocolViolation on a malformed stream."""
+        """Consume the stream to its end; raise ProtocolViolation on events out of order."""
         for line in self.process.lines():
             if not line.strip():
                 continue
             try:
                 event = decode(line)
+            except ProtocolError as exc:
+                self.refused.add(str(exc))
+                if self.on_refused is not None:
+                    self.on_refused(str(exc))
+                continue
+            try:
                 self._tracker.check(event)
             except ProtocolError as exc:
                 self.process.kill()
-                raise ProtocolViolation(f"the agent on {self.host} broke protocol v1: {exc}",
-                                        detail=self.process.stderr_text()) from None
+                raise with_refusals(ProtocolViolation(f"the agent on {self.host} broke protocol v1: {exc}",
+                                                      detail=self.process.stderr_text()), self.refused) from None
             if event["seq"] <= self.skip_through:
                 continue
             self.count += 1
@@ -82,10 +98,19 @@ class EventStream:
     def first(self, type_: str) -> Event | None:
         return self._first.get(type_)
 
-    def died_error(self, doing: str) -> AgentError:
+    def died_error(self, doing: str, refused: RefusedEvents | None = None) -> AgentError:
         stderr = self.process.stderr_text()
-        return AgentError(f"the agent on {self.host} stopped before {doing}: {_stderr_sentence(stderr)}",
-                          detail=stderr, kind="runtime")
+        refused = refused or self.refused
+        said = f"; {refused.summary()}" if refused.count else ""
+        return with_refusals(AgentError(f"the agent on {self.host} stopped before {doing}: "
+                                        f"{_stderr_sentence(stderr)}{said}", detail=stderr, kind="runtime"), refused)
+
+
+def with_refusals(error: NeuronBenchError, refused: RefusedEvents) -> NeuronBenchError:
+    """``error``, carrying the run's ``events_refused`` block for the failed Result (``failed_result``)."""
+    if refused.count:
+        error.events_refused = refused.to_dict()  # type: ignore[attr-defined]
+    return error
 
 
 class RunSession:
@@ -99,7 +124,8 @@ class RunSession:
 
     def __init__(self, transport: Transport, spec: RunSpec | None, run_id: str | None = None,
                  on_event: EventCallback | None = None, on_notice: Callable[[str], None] | None = None,
-                 reconnect_for_s: float = RECONNECT_FOR_S, placement: NodePlacement | None = None) -> None:
+                 reconnect_for_s: float = RECONNECT_FOR_S, placement: NodePlacement | None = None,
+                 on_refused: Callable[[int], None] | None = None) -> None:
         self.transport = transport
         self.spec = spec
         self.placement = placement  # this host's place in a multi-node run (None: a run of its own)
@@ -113,6 +139,12 @@ class RunSession:
         self.reconnects = 0
         self._held = 0  # the last seq delivered (or already held by the caller of attach)
         self._started = False  # this session issued `run` (so the run may not exist yet after a drop)
+        # Lines the agent sent that protocol v1 refused: counted once each, even when a re-attach replays
+        # them (keyed by the last event delivered before them and their place after it).
+        self.refused = RefusedEvents()
+        self.on_refused = on_refused  # called with the count so far (the app's live view shows it)
+        self._refused_keys: set[tuple[int, int]] = set()
+        self._bad_since_held = 0
 
     def run(self) -> dict[str, Any]:
         """Start the run, follow it to the end and return the Result; a failed run is a Result too.
@@ -141,12 +173,16 @@ class RunSession:
     def _deliver(self, event: Event) -> None:
         if event["type"] == "hello":
             if event.get("run_id") != self.run_id:
-                raise ProtocolViolation(f"the agent on {self.transport.host} answered for run "
-                                        f"{event.get('run_id')!r}, not {self.run_id!r}")
+                raise with_refusals(ProtocolViolation(f"the agent on {self.transport.host} answered for run "
+                                                      f"{event.get('run_id')!r}, not {self.run_id!r}"), self.refused)
             if self.spec is None and isinstance(event.get("spec"), dict):
-                self.spec = RunSpec.from_dict(event["spec"])
+                try:
+                    self.spec = RunSpec.from_dict(event["spec"])
+                except SpecError as exc:  # an agent of another version: follow the run all the same
+                    self._notice(f"the run's spec from {self.transport.host} is not one this version reads "
+                                 f"({clean(exc)}); following it without it")
         self._first_of.setdefault(event["type"], event)
-        self._held = event["seq"]
+        self._held, self._bad_since_held = event["seq"], 0
         if event["type"] == "end":
             self.end = event
         if self.on_event is not None:
@@ -155,7 +191,7 @@ class RunSession:
     def _follow(self, process: AgentProcess) -> dict[str, Any]:
         lost_since: float | None = None
         while True:
-            self.stream = EventStream(process, self.transport.host, self._deliver, skip_through=self._held)
+            self.stream = self._stream(process)
             self.stream.pump()
             if self.end is not None:
                 return self._result()
@@ -169,7 +205,26 @@ class RunSession:
                 # The connection dropped before `run` had created the run on the host: start it again.
                 process = self._start_run()
             else:
-                raise self.stream.died_error("the run ended")
+                raise self.stream.died_error("the run ended", self.refused)
+
+    def _stream(self, process: AgentProcess) -> EventStream:
+        self._bad_since_held = 0
+        return EventStream(process, self.transport.host, self._deliver, skip_through=self._held,
+                           on_refused=self._refuse)
+
+    def _refuse(self, reason: str) -> None:
+        """A line the agent sent that protocol v1 refused: count it (once), say so, and go on."""
+        key = (self._held, self._bad_since_held)
+        self._bad_since_held += 1
+        if key in self._refused_keys:
+            return  # a re-attach replayed a line already counted
+        self._refused_keys.add(key)
+        self.refused.add(reason)
+        sentence = self.refused.sentence(self.transport.host)
+        if sentence:
+            self._notice(sentence)
+        if self.on_refused is not None:
+            self.on_refused(self.refused.count)
 
     def _notice(self, text: str) -> None:
         if self.on_notice is not None:
@@ -202,12 +257,17 @@ class RunSession:
         error = self._first("error")
         if result_event is None:
             message = error["message"] if error else "the run ended without a result"
-            raise AgentError(f"{self.transport.host}: {message}", detail=(error or {}).get("detail", ""),
-                             kind=(error or {}).get("kind", "internal"))
-        result = dict(result_event["result"])
+            if self.refused.count:
+                message += f" ({self.refused.summary()})"
+            raise with_refusals(AgentError(f"{self.transport.host}: {message}",
+                                           detail=(error or {}).get("detail") or "",
+                                           kind=(error or {}).get("kind", "internal")), self.refused)
+        result = {k: v for k, v in result_event["result"].items() if k not in APP_BLOCKS}
         result["host"] = self.transport.host
+        if self.refused.count:
+            result["events_refused"] = self.refused.to_dict()
         if error and result.get("error"):
-            result["error"]["detail"] = error.get("detail", "")
+            result["error"]["detail"] = error.get("detail") or ""
         return result
 
     def _first(self, type_: str) -> Event | None:

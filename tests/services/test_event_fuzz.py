@@ -1,0 +1,260 @@
+"""Malformed agent lines through the real reading path: nothing escapes, nothing good after a bad line is lost.
+
+Each example takes a real recorded run (tests/data/runs), mutates some of its lines the way a cut log,
+an old agent or a hostile host would (a field of the wrong type, NaN, an integer past 64 bits, a lone
+surrogate, deep nesting, a list as ``type``, a line cut short, garbage bytes) and feeds the lines through
+what ``neuronbench run`` does with a host's stdout: decode and SeqTracker in ``RunSession``/``EventStream``,
+the recorder and the run store, the CLI's progress printer, the app's live-view model, then the Result's
+cost, summary and ``runs show`` text.  The oracle is protocol v1 itself: a line ``decode`` refuses is
+left out and the stream goes on; only an event out of order may end it.
+"""
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.cli.progress import ProgressPrinter
+from app.cli.runs_text import format_run_detail, format_run_list
+from app.cli.text import format_env, format_result
+from app.core.compare import CompareError, compare_runs
+from app.core.cost import apply_cost
+from app.core.decision import summary
+from app.core.errors import NeuronBenchError
+from app.core.results import aggregate_repeats
+from app.core.runrecord import StoredRun
+from app.core.telemetry import downsample, utilisation_series
+from app.paths import AppPaths
+from app.services.pricing import load_pricebook
+from app.services.recorder import RunRecorder
+from app.services.session import RunSession
+from app.services.store import RunStore
+from app.services.transport import AgentProcess, Transport
+from app.ui.models.run_state import LiveRunState
+from remote_agent.capacity import nproc_problem
+from remote_agent.protocol import ProtocolError, RunSpec, SeqTracker, decode
+from tests.conftest import DATA
+
+RUNS = ("train-cpu-tiny", "train-xla-tiny", "infer-cpu-tiny", "h100-train-nproc2-on-1-gpu-failed",
+        "train-cpu-2vcpu-telemetry")
+RECORDED = {name: [json.loads(line) for line in (DATA / "runs" / f"{name}.events.jsonl").read_text().splitlines()
+                   if line.strip()] for name in RUNS}
+_ids = itertools.count(1)
+
+
+class LinesProcess(AgentProcess):
+    """An agent command whose stdout is the given lines (the agent's own log, as a host would stream it)."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+
+    def lines(self):
+        yield from self._lines
+
+    def wait(self, timeout=None):
+        return 0
+
+    def stderr_text(self) -> str:
+        return ""
+
+    def kill(self) -> None:
+        pass
+
+
+class LinesTransport(Transport):
+    def __init__(self, lines: list[bytes]) -> None:
+        self.host = "fuzzed"
+        self._lines = lines
+
+    def start(self, args, stdin=None):
+        return LinesProcess(self._lines)
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+# Values a field may be given: each is JSON text, spliced into the line as it would arrive.
+HOSTILE = st.sampled_from([
+    "NaN", "Infinity", "-Infinity", "1e999", str(2 ** 64), str(-(2 ** 70)), "1" * 400, '"\\ud800"', '"a\\udcffb"',
+    '"\\u001b[2J\\u0007\\r"', json.dumps("x" * 70_000), "[]", "{}", "[1, 2]", '{"a": 1}', "null", "true", "0",
+    "-1", "1.5", '""', '"end"', '"step"', nested(40), nested(3000), '{"k": ' * 50 + "0" + "}" * 50,
+])
+
+
+def paths_of(value, prefix=(), depth=0):
+    """Every (key, key, ...) path to a value inside an event, a few levels down."""
+    if depth > 4:
+        return
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in list(items)[:40]:
+        yield (*prefix, key)
+        yield from paths_of(item, (*prefix, key), depth + 1)
+
+
+PLACEHOLDER = "__FUZZ_VALUE__"
+
+
+@st.composite
+def mutated_line(draw, event: dict) -> bytes:
+    """One mutation of a real event, as the raw line the app would read."""
+    event = json.loads(json.dumps(event))
+    kind = draw(st.sampled_from(["set", "set", "set", "delete", "type", "cut", "garbage"]))
+    line = json.dumps(event, separators=(",", ":"))
+    if kind == "cut":  # a log cut short by a full disk or a crash mid-write
+        return line.encode()[: draw(st.integers(1, max(1, len(line) - 1)))]
+    if kind == "garbage":
+        return draw(st.binary(min_size=1, max_size=60)).replace(b"\n", b" ")
+    paths = list(paths_of(event))
+    path = ("type",) if kind == "type" else draw(st.sampled_from(paths))
+    parent = event
+    for key in path[:-1]:
+        parent = parent[key]
+    if kind == "delete":
+        del parent[path[-1]]
+        return json.dumps(event).encode()
+    parent[path[-1]] = PLACEHOLDER
+    return json.dumps(event).replace(json.dumps(PLACEHOLDER), draw(HOSTILE), 1).encode()
+
+
+@st.composite
+def fuzzed_run(draw):
+    """(run id, spec, lines, which lines were mutated): a recorded run, some of its lines replaced."""
+    events = RECORDED[draw(st.sampled_from(RUNS))]
+    run_id = f"fuzz-{next(_ids)}"
+    at = next(i for i, e in enumerate(events) if e["type"] == "result")
+    result = dict(events[at], result=dict(events[at]["result"], run_id=run_id))
+    hello, middle, closing = events[0], events[1:at], [result, *events[at + 1:]]
+    start = draw(st.integers(0, max(0, len(middle) - 30)))
+    chosen = [dict(hello, run_id=run_id), *middle[start:start + 30], *closing]
+    spec = RunSpec.from_dict({k: v for k, v in result["result"]["spec"].items() if k in RunSpec.field_help()})
+    lines = [json.dumps(e, separators=(",", ":")).encode() for e in chosen]
+    bad = draw(st.sets(st.integers(0, len(lines) - 1), min_size=1, max_size=6))
+    for index in bad:
+        lines[index] = draw(mutated_line(chosen[index]))
+    return run_id, spec, lines, bad
+
+
+def expected_stream(lines: list[bytes], run_id: str) -> tuple[list[int], int]:
+    """(the seqs a correct reader stores, the lines it refuses): protocol v1 applied line by line."""
+    tracker, stored, refused = SeqTracker(), [], 0
+    for line in lines:
+        if not line.strip():
+            continue  # blank lines are no events
+        try:
+            event = decode(line)
+        except ProtocolError:
+            refused += 1
+            continue
+        try:
+            tracker.check(event)
+        except ProtocolError:
+            break  # an event out of order may end the stream
+        if event["type"] == "hello" and event["run_id"] != run_id:
+            break  # an agent answering for another run: nothing of it is kept
+        stored.append(event["seq"])
+    return stored, refused
+
+
+SAFE = set("\n")
+
+
+def assert_printable(text: str) -> None:
+    bad = {c for c in text if (not c.isprintable() and c not in SAFE) or 0xD800 <= ord(c) <= 0xDFFF}
+    assert not bad, f"raw control characters reach the terminal: {bad!r}"
+
+
+@pytest.fixture
+def store(tmp_path):
+    """One run store for every example (a run each): opening and closing one per example is most of the time."""
+    with RunStore(AppPaths.resolve(str(tmp_path)).runs_db) as store:
+        yield store
+
+
+BOOK = load_pricebook(None)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=fuzzed_run())
+def test_malformed_lines_are_refused_and_every_good_event_is_kept(store, case):
+    run_id, spec, lines, _bad = case
+    progress = io.StringIO()
+    printer = ProgressPrinter("fuzzed", spec, stream=progress)
+    view = LiveRunState("fuzzed", spec)
+    recorder = RunRecorder.start(store, BOOK, "fuzzed", spec, run_id)
+
+    def on_event(event):
+        recorder(event)
+        printer(event)
+        view.apply(event)
+
+    session = RunSession(LinesTransport(lines), spec, run_id=run_id, on_event=on_event, on_notice=printer.note)
+    try:
+        result = recorder.finish(session.run())
+    except NeuronBenchError as exc:  # a stream without its end or out of order: one sentence, a failed run
+        result = recorder.fail(exc)
+    stored_run = store.load(run_id)
+    stored = [e["seq"] for e in store.events(run_id)]
+    summary = format_result(result)
+    detail = format_run_detail(stored_run, len(store.telemetry(run_id)), format_result(stored_run.result))
+    listing = format_run_list([stored_run])
+
+    want_stored, want_refused = expected_stream(lines, run_id)
+    assert recorder.failed is None, recorder.failed  # the store took every event it was given
+    assert stored == want_stored
+    assert session.refused.count == want_refused
+    if want_refused:
+        assert (result.get("events_refused") or {}).get("count") == want_refused
+        assert f"{want_refused:,} event(s) from the agent" in summary
+    for text in (progress.getvalue(), summary, detail, listing):
+        assert_printable(text)
+    assert math.isfinite(view.progress.fraction)
+
+
+EVERY_EVENT = [event for name in RUNS for event in RECORDED[name]] + \
+    [json.loads(line) for line in (DATA / "runs" / "samples-trn1-2xlarge.jsonl").read_text().splitlines()]
+TRAIN_SPEC = RunSpec(workload="train", steps=40, warmup=5, batch_sizes=(8,))
+INFER_SPEC = RunSpec(workload="infer", batch_sizes=(1, 4), duration=2.0)
+
+
+def stored_run(result: dict, run_id: str) -> StoredRun:
+    return StoredRun(run_id=run_id, host=str(result.get("host")), status=result["status"],
+                     spec=result.get("spec") or {}, created_at=0.0, env=result.get("env"), result=result)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_whatever_decode_accepts_every_reader_takes(data):
+    """One mutated line at a time, through every reader of its type (a few thousand lines in a few seconds)."""
+    original = data.draw(st.sampled_from(EVERY_EVENT))
+    try:
+        event = decode(data.draw(mutated_line(original)))
+    except ProtocolError:
+        return  # refused: the session counts it and goes on (the test above)
+    for spec in (TRAIN_SPEC, INFER_SPEC):
+        printer = ProgressPrinter("fuzzed", spec, stream=io.StringIO())
+        printer(event)
+        assert_printable(printer.stream.getvalue())
+        LiveRunState("fuzzed", spec).apply(event)
+    if event["type"] == "sample":
+        utilisation_series(downsample([event, original]))
+    elif event["type"] == "probe":
+        assert_printable(format_env("fuzzed", event["env"]))
+        nproc_problem("train", "auto", 2, event["env"])
+        apply_cost({"env": event["env"], "workload": "train"}, BOOK)
+    elif event["type"] == "result":
+        result = dict(event["result"], host="fuzzed")
+        apply_cost(result, BOOK)
+        assert_printable(format_result(result))
+        aggregate_repeats([result, result])
+        try:
+            doc = compare_runs([stored_run(result, "a"), stored_run(dict(original["result"], host="b"), "b")], BOOK)
+        except CompareError:
+            return  # e.g. no run has a figure to compare: one sentence (reporting.py turns it into the CLI's)
+        summary(doc)
