@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core.refused_events import merged as merged_refusals
+
 Result = dict[str, Any]
 
 
@@ -148,6 +150,10 @@ def merge_results(run_id: str, spec: Mapping[str, Any], outcomes: Sequence[NodeO
             if warning not in warnings and tagged not in warnings:
                 warnings.append(tagged)
     result["warnings"] = warnings
+    refused = merged_refusals([(o.node.host, (o.result or {}).get("events_refused")) for o in outcomes])
+    result.pop("events_refused", None)
+    if refused:
+        result["events_refused"] = refused
     result["nodes"] = [
         {**o.node.to_dict(), "status": o.status,
          "error": (o.result or {}).get("error") or ({"kind": o.error.get("kind"), "message": o.error.get("message")}

@@ -49,3 +49,13 @@ def _power_of_ten(n: int) -> bool:
     while n >= 10 and n % 10 == 0:
         n //= 10
     return n == 1
+
+
+def merged(blocks: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any] | None:
+    """One ``events_refused`` block from several streams' (a multi-node run's nodes), reasons named by node."""
+    count, reasons = 0, []
+    for label, block in blocks:
+        if block and block.get("count"):
+            count += int(block["count"])
+            reasons += [f"{label}: {reason}" for reason in block.get("reasons") or []]
+    return {"count": count, "reasons": reasons[:KEEP_REASONS]} if count else None

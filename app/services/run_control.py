@@ -74,7 +74,9 @@ class ControlledRun:
                  on_detached: Callable[[str], None] | None = None,
                  on_warning: Callable[[str], None] | None = None, run_id: str | None = None,
                  recorder: RunRecorder | None = None, attach_from: int | None = None,
-                 cluster: Any = None, held_events: list[Event] | None = None) -> None:
+                 cluster: Any = None, held_events: list[Event] | None = None,
+                 on_notice: Callable[[str], None] | None = None,
+                 on_refused: Callable[[int], None] | None = None) -> None:
         # A multi-node run (app.services.cluster_run.ClusterRun) is driven the same way: it has a host
         # (its nodes' names), describe(), run()/attach(), cancel() and detach() of its own.
         self.cluster = cluster
@@ -101,9 +103,10 @@ class ControlledRun:
         if cluster is None:
             assert transport is not None
             self.session: Any = RunSession(TappedTransport(transport, self._started), spec, run_id=run_id,
-                                           on_event=self._event)
+                                           on_event=self._event, on_notice=on_notice, on_refused=on_refused)
         else:
             cluster.on_event = self._event
+            cluster.on_notice = on_notice or cluster.on_notice  # each node's connection and refusal notices
             self.session = cluster
         self._thread = threading.Thread(target=self._main, name=f"run-{self.transport.host}", daemon=True)
 

@@ -35,6 +35,8 @@ class RunJob(QObject):
     detached = Signal(str)      # the run id, when the app stopped following a run that goes on
     warning = Signal(str)       # e.g. a cancel that could not be delivered
     stage = Signal(str, str)    # a launched host's progress (stage, sentence): pending, running, SSH up, deployed
+    notice = Signal(str)        # the session's sentences: connection lost and back, an event refused
+    refused = Signal(int)       # how many of the agent's events protocol v1 refused so far
 
     def __init__(self, transport: Transport | None, spec: RunSpec, parent: QObject | None = None, *,
                  run_id: str | None = None, recorder: RunRecorder | None = None,
@@ -44,7 +46,8 @@ class RunJob(QObject):
         self.control = ControlledRun(transport, spec, on_event=self.event.emit, on_done=self.done.emit,
                                      on_error=self.failed.emit, on_detached=self.detached.emit,
                                      on_warning=self.warning.emit, run_id=run_id, recorder=recorder,
-                                     attach_from=attach_from, cluster=cluster, held_events=held_events)
+                                     attach_from=attach_from, cluster=cluster, held_events=held_events,
+                                     on_notice=self.notice.emit, on_refused=self.refused.emit)
         self.attached = attach_from is not None or held_events is not None
         self.cluster = cluster
 

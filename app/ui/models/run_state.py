@@ -15,12 +15,14 @@ from typing import Any
 import numpy as np
 
 from app.core.progress import ProgressTracker
+from app.core.quoting import clean
 from app.ui.models.ring import Ring
 
 STEP_CAPACITY = 20_000      # a 20k-step run is drawn whole; longer ones keep their latest steps
 SERIES_CAPACITY = 7_200     # 2 h of 1 Hz telemetry or latency windows
 HEAT_CAPACITY = 1_800       # 30 min of the per-core heat strip
 LOG_CAPACITY = 5_000      # lines held for a view that has not drawn them yet
+LOG_LINE_LIMIT = 2_000    # characters of one log line (a host's compiler line, an error message)
 PHASE_CAPACITY = 200      # a sweep of 50 batch sizes; looped replays drop their oldest
 GIB = 1024 ** 3
 BAND_PHASES = ("setup", "compile", "warmup", "measure")
@@ -94,6 +96,7 @@ class LiveRunState:
         self.result: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
         self.events_seen = 0
+        self.refused = 0  # the agent's lines protocol v1 refused (left out; the session says why in the log)
         self.version = 0
         self.progress = ProgressTracker(spec)
         self.phases: deque[PhaseSpan] = deque(maxlen=PHASE_CAPACITY)
@@ -164,7 +167,8 @@ class LiveRunState:
         return float(t) - (self.t0 or 0.0)
 
     def _log(self, t: float, level: str, message: str) -> None:
-        self._new_logs.append((t, level, message))
+        # A host's text, shown as it came but never with the control characters that reorder or hide it.
+        self._new_logs.append((t, clean(level, 20), clean(message, LOG_LINE_LIMIT)))
         if len(self._new_logs) > LOG_CAPACITY:
             del self._new_logs[: len(self._new_logs) - LOG_CAPACITY]
 
@@ -190,7 +194,7 @@ class LiveRunState:
                     self.latency.append(t, size, None, None, None)
                     self.infer_throughput.append(t, None)
             label = {"warmup": "warming up", "measure": "measuring", "compile": "compiling",
-                     "setup": "setting up", "teardown": "finishing"}.get(name, name)
+                     "setup": "setting up", "teardown": "finishing"}.get(name, clean(name, 40))
             self.activity = label + (f" (batch {size})" if size is not None else "")
             return
         for span in reversed(self.phases):

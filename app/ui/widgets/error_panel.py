@@ -19,9 +19,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.errors import NeuronBenchError
+from app.core.quoting import clean, clean_block
 from app.ui import theme
 
 MAX_ENTRIES = 5
+MESSAGE_LIMIT = 2_000  # characters of one sentence; the evidence behind "Details" keeps the rest
 
 
 class ErrorEntry(QFrame):
@@ -36,8 +38,10 @@ class ErrorEntry(QFrame):
         size = self.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize)
         icon.setPixmap(self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical).pixmap(size, size))
         icon.setAlignment(Qt.AlignmentFlag.AlignTop)
-        self.title = QLabel(f"<b>{html.escape(title)}</b>")
-        self.message = QLabel(message)
+        self.title = QLabel(f"<b>{html.escape(clean(title))}</b>")
+        # The engine's sentence quotes hosts and users: plain text (never markup), control characters escaped.
+        self.message = QLabel(clean(message, MESSAGE_LIMIT))
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
@@ -53,7 +57,7 @@ class ErrorEntry(QFrame):
         self.details_button.setVisible(bool(detail.strip()))
         dismiss = QPushButton("Dismiss")
         dismiss.setAutoDefault(False)
-        self.details = QPlainTextEdit(detail)
+        self.details = QPlainTextEdit(clean_block(detail))
         self.details.setReadOnly(True)
         self.details.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.details.setMaximumHeight(220)

@@ -8,6 +8,7 @@ that did not change (STYLE.md habit 6).
 """
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.cli.text import format_result
+from app.core.quoting import clean
 from app.core.specs import spec_summary
 from app.core.step_window import ROLLING_STEPS
 from app.services.ec2.lease import STAGES as LAUNCH_STAGES
@@ -115,11 +117,12 @@ class LiveRunView(QFrame):
 
         # ---- header: who, what, how far
         self.dot = QLabel()
-        self.heading = QLabel(f"<b>{title}</b> · {spec_summary(job.spec)}")
+        self.heading = QLabel(f"<b>{html.escape(clean(title))}</b> · {html.escape(clean(spec_summary(job.spec)))}")
         self.heading.setTextFormat(Qt.TextFormat.RichText)
         self.heading.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.heading.setToolTip(f"run {job.run_id} on {job.control.transport.describe()}")
         self.activity = QLabel()
+        self.activity.setTextFormat(Qt.TextFormat.PlainText)  # it quotes the host (a phase's name)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("stop this run on its host")
         self.cancel_button.setAutoDefault(False)
@@ -217,6 +220,8 @@ class LiveRunView(QFrame):
         job.detached.connect(self.on_detached, QUEUED)
         job.warning.connect(self.on_warning, QUEUED)
         job.stage.connect(self.on_stage, QUEUED)
+        job.notice.connect(self.on_notice, QUEUED)
+        job.refused.connect(self.on_refused, QUEUED)
         self.refresh()
 
     # ------------------------------------------------------------ layout
@@ -280,6 +285,16 @@ class LiveRunView(QFrame):
     @Slot(str)
     def on_warning(self, message: str) -> None:
         self.state.note("warning", message)
+
+    @Slot(str)
+    def on_notice(self, sentence: str) -> None:
+        """The session's own sentences: the connection lost and back, an event of the agent's refused."""
+        self.state.note("warning", sentence)
+
+    @Slot(int)
+    def on_refused(self, count: int) -> None:
+        self.state.refused = count
+        self.state.version += 1
 
     @Slot(str, str)
     def on_stage(self, stage: str, sentence: str) -> None:
@@ -380,6 +395,8 @@ class LiveRunView(QFrame):
         cpu, mem = state.latest_host()
         parts.append(f"host CPU {_num(cpu, '.0f', '%')}")
         parts.append(f"memory {_num(mem, '.0f', '%')}")
+        if state.refused:  # lines of the agent's that protocol v1 refused (the log says why)
+            parts.append(f"<b>{state.refused:,}</b> event{'s' if state.refused != 1 else ''} refused")
         return " · ".join(parts)
 
     # ------------------------------------------------------------ palette (light/dark switch)

@@ -1,31 +1,36 @@
 """A view's one-line status: what it just did, or the sentence of what went wrong (detail on its tooltip)."""
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QWidget
 
+from app.core.quoting import clean, clean_block
 from app.ui import theme
-from app.ui.widgets.error_panel import describe_exception
+from app.ui.widgets.error_panel import MESSAGE_LIMIT, describe_exception
 
 
 class StatusLine(QLabel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)  # sentences quote hosts and users: never markup
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.is_error = False
 
     def show_message(self, text: str) -> None:
         self.is_error = False
-        self.setText(text)
+        self.setText(clean(text, MESSAGE_LIMIT))
         self.setToolTip("")
         self._tint()
 
     def show_error(self, message: str, detail: str = "") -> None:
         self.is_error = True
-        self.setText(message)
-        self.setToolTip(detail.strip()[-4000:] if detail.strip() else message)
+        self.setText(clean(message, MESSAGE_LIMIT))
+        evidence = clean_block(detail.strip()[-4000:] if detail.strip() else message)
+        self.setToolTip(f"<pre>{html.escape(evidence)}</pre>")  # a tooltip takes markup: the text is quoted
         self._tint()
 
     def show_exception(self, exc: BaseException) -> tuple[str, str]:
