@@ -3,19 +3,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from app.cli.hosts_resolve import prompts_for, transport_for_profile
 from app.core.ec2_launch import Ec2Launch
 from app.core.errors import BadSpecError, NeuronBenchError
 from app.core.hosts import SSH_PORT, HostProfile
+from app.core.quoting import SENTENCE_LIMIT, clean, quoted
 from app.core.slurm import SlurmSettings
 from app.paths import AppPaths
 from app.services.ec2.aws import AwsClients
 from app.services.ec2.inventory import import_running, require_region
 from app.services.host_access import check_host, import_ssh_config
 from app.services.hosts_store import HostsStore
+from app.services.key_files import key_file_problem
 from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL
 
 _HELP = {name: meta["help"] for name, meta in HostProfile.field_help().items()}
@@ -138,10 +139,14 @@ def handle_add(args: argparse.Namespace) -> int:
                           user=args.user, identity_file=args.identity, proxy_jump=args.proxy_jump,
                           python=args.python, instance_type=args.instance_type, region=args.region,
                           ec2=_launch_from(args), slurm=_slurm_from(args))
+    problem = key_file_problem(profile.identity_file) if profile.identity_file else None
+    if problem and problem != "no such file":  # /dev/zero, a folder, a FIFO: no key, now or later
+        raise BadSpecError(f"--identity {quoted(profile.identity_file)} {problem}")
     store.add(profile)
-    if profile.identity_file and not os.path.isfile(os.path.expanduser(profile.identity_file)):
-        print(f"neuronbench: warning: the key file {profile.identity_file} does not exist (yet)", file=sys.stderr)
-    print(f"added {profile.name}: {_where(profile)}", file=sys.stderr)
+    if problem:
+        print(f"neuronbench: warning: the key file {quoted(profile.identity_file)} does not exist (yet)",
+              file=sys.stderr)
+    print(clean(f"added {profile.name}: {_where(profile)}", SENTENCE_LIMIT), file=sys.stderr)
     return 0
 
 

@@ -15,6 +15,7 @@ from app.cli.run_slurm import run_slurm
 from app.cli.text import format_repeats, format_result
 from app.core.errors import BadSpecError
 from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
+from app.core.quoting import SENTENCE_LIMIT, clean, clean_block
 from app.core.results import aggregate_repeats
 from app.core.specs import build_spec, model_config_problem, parse_batch_sizes, parse_model_args, parse_sizes
 from app.paths import AppPaths
@@ -156,7 +157,7 @@ class EventsFile:
 
 
 def warn(message: str) -> None:
-    print(f"neuronbench: warning: {message}", file=sys.stderr)
+    print(clean(f"neuronbench: warning: {message}", SENTENCE_LIMIT), file=sys.stderr)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -238,9 +239,9 @@ def report_results(args: argparse.Namespace, results: list[dict[str, Any]]) -> i
     failures = [r for r in results if r.get("status") != "ok"]
     for result in failures:
         error = result.get("error") or {}
-        print(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
-              f"{error.get('message', 'no reason given')}", file=sys.stderr)
+        print(clean(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
+                    f"{error.get('message', 'no reason given')}", SENTENCE_LIMIT), file=sys.stderr)
         if error.get("detail") and (args.verbose or error.get("kind") in ("runtime", "oom", "internal")):
-            tail = "\n".join(error["detail"].strip().splitlines()[-15:])
+            tail = "\n".join(clean_block(error["detail"]).strip().splitlines()[-15:])  # the host's traceback
             print("  " + tail.replace("\n", "\n  "), file=sys.stderr)
     return 1 if failures else 0

@@ -18,6 +18,8 @@ from app.cli.run_cmd import warn
 from app.cli.text import format_result
 from app.core.cluster import ClusterNode, cluster_label
 from app.core.errors import AgentError, BadSpecError
+from app.core.quoting import SENTENCE_LIMIT, clean, quoted
+from app.core.run_ref import check_run_ref
 from app.core.slurm import SlurmSettings
 from app.paths import AppPaths
 from app.services.cluster_run import ClusterRun, NodeTarget
@@ -56,9 +58,11 @@ def _locate(args: argparse.Namespace, store: RunStore) -> tuple[str, str]:
     """(run id, host): from the run store, or as given when the store does not know the run."""
     try:
         run = store.load(args.run_id)
-    except StoreError:
+    except (StoreError, BadSpecError) as exc:  # BadSpecError: a short id, no prefix of a stored one
         if not args.host:
-            raise BadSpecError(f"run {args.run_id!r} is not in the run store; say which host it is on with "
+            if isinstance(exc, BadSpecError):
+                raise
+            raise BadSpecError(f"run {quoted(args.run_id)} is not in the run store; say which host it is on with "
                                "--host") from None
         return _run_id(args.run_id), args.host
     if args.host and args.host != run.host:
@@ -80,7 +84,7 @@ class _LazyPrinter:
             self.printer(event)
 
     def notice(self, text: str) -> None:
-        print(f"[{self.host}] {text}", file=sys.stderr)
+        print(clean(f"[{self.host}] {text}", SENTENCE_LIMIT), file=sys.stderr)
 
 
 def _cluster(store: RunStore, run_id: str) -> tuple[list[ClusterNode], dict[str, Any]] | None:
@@ -92,6 +96,7 @@ def _cluster(store: RunStore, run_id: str) -> tuple[list[ClusterNode], dict[str,
 
 
 def handle_attach(args: argparse.Namespace) -> int:
+    args.run_id = check_run_ref(args.run_id)  # an empty or blank id never reaches a stored run
     paths = AppPaths.resolve(args.data_dir)
     store, book = open_recording(paths, warn)
     try:
@@ -132,7 +137,7 @@ def handle_attach(args: argparse.Namespace) -> int:
 def _known(store: RunStore, ref: str) -> bool:
     try:
         store.resolve(ref)
-    except StoreError:
+    except (StoreError, BadSpecError):
         return False
     return True
 
@@ -165,8 +170,9 @@ def _attach_cluster(args: argparse.Namespace, paths: AppPaths, store: RunStore, 
             transport.close()
     print(format_result(result))
     if result.get("status") != "ok":
-        print(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
-              f"{(result.get('error') or {}).get('message', 'no reason given')}", file=sys.stderr)
+        print(clean(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
+                    f"{(result.get('error') or {}).get('message', 'no reason given')}", SENTENCE_LIMIT),
+              file=sys.stderr)
         return 1
     return 0
 
@@ -245,7 +251,8 @@ def _cancel_cluster(args: argparse.Namespace, paths: AppPaths, nodes: list[Clust
     failures = []
     for node in nodes:
         code, last, _stderr = _agent_cancel(transport_for(node.host, paths, prompts), node.run_id)
-        print(f"{node.label}: {last or ('cancelled' if code == 0 else f'exit status {code}')}", file=sys.stderr)
+        print(clean(f"{node.label}: {last or ('cancelled' if code == 0 else f'exit status {code}')}", SENTENCE_LIMIT),
+              file=sys.stderr)
         if code not in (0, AGENT_EXIT_NO_SUCH_RUN):
             failures.append(f"{node.label}: {last}")
     if failures:
@@ -254,6 +261,7 @@ def _cancel_cluster(args: argparse.Namespace, paths: AppPaths, nodes: list[Clust
 
 
 def handle_cancel(args: argparse.Namespace) -> int:
+    args.run_id = check_run_ref(args.run_id)  # a script's `runs cancel "$ID"` with an empty ID cancels nothing
     paths = AppPaths.resolve(args.data_dir)
     with RunStore(paths.runs_db) as store:
         stored_cluster = _cluster(store, store.resolve(args.run_id)) if _known(store, args.run_id) else None
@@ -267,7 +275,7 @@ def handle_cancel(args: argparse.Namespace) -> int:
     code, last, stderr = _agent_cancel(transport_for(host, paths, prompts_for(args)), run_id)
     if code != 0:
         raise AgentError(f"{args.host}: {last or f'cancel exited with code {code}'}", detail=stderr)
-    print(f"{args.host}: {last or 'cancelled'}", file=sys.stderr)
+    print(clean(f"{args.host}: {last or 'cancelled'}", SENTENCE_LIMIT), file=sys.stderr)
     return 0
 
 
@@ -279,7 +287,8 @@ def _show_attached(args: argparse.Namespace, result: dict[str, Any], host: str |
     else:
         print(format_result(result))
     if result.get("status") != "ok":
-        print(f"neuronbench: error: run {result.get('status')} on {host}: "
-              f"{(result.get('error') or {}).get('message', 'no reason given')}", file=sys.stderr)
+        print(clean(f"neuronbench: error: run {result.get('status')} on {host}: "
+                    f"{(result.get('error') or {}).get('message', 'no reason given')}", SENTENCE_LIMIT),
+              file=sys.stderr)
         return 1
     return 0

@@ -13,12 +13,18 @@ from typing import Any
 
 from app.core.ec2_launch import Ec2Launch
 from app.core.errors import BadSpecError
+from app.core.quoting import has_surrogates, quoted
 from app.core.slurm import SlurmSettings
 
 LOCAL_HOST = "local"
 SSH_PORT = 22
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Control characters, C1 controls and the invisible ones that reorder or hide text (bidirectional overrides,
+# zero-width characters): a profile's fields are shown in sentences, tables and dialogs.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _WHITESPACE = re.compile(r"\s")
+# The longest each field can sensibly be (a DNS name 253, a path 4096): a 100 kB value is a mistake.
+_MAX_CHARS = {"hostname": 253, "user": 256, "identity_file": 4096, "proxy_jump": 2048, "python": 4096,
+              "instance_type": 64, "region": 64}
 # [user@]host[:port], one hop of a ProxyJump list (host may be an IPv6 literal in brackets).
 _JUMP = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^@:\s\[\]]+)(?::(?P<port>\d{1,5}))?$")
 
@@ -44,10 +50,10 @@ def parse_jump_list(text: str) -> list[JumpHop]:
     for part in text.split(","):
         match = _JUMP.match(part.strip())
         if match is None:
-            raise BadSpecError(f"proxy_jump: {part.strip()!r} is not [user@]host[:port]")
+            raise BadSpecError(f"proxy_jump: {quoted(part.strip())} is not [user@]host[:port]")
         port = int(match["port"]) if match["port"] else SSH_PORT
         if not 1 <= port <= 65535:
-            raise BadSpecError(f"proxy_jump: port {port} of {part.strip()!r} is not between 1 and 65535")
+            raise BadSpecError(f"proxy_jump: port {port} of {quoted(part.strip())} is not between 1 and 65535")
         hops.append(JumpHop(host=match["host"].strip("[]"), user=match["user"] or "", port=port))
     return hops
 
@@ -95,14 +101,20 @@ class HostProfile:
                 raise BadSpecError(message)
 
         need(isinstance(self.name, str) and 0 < len(self.name) <= 100, "a host name must be 1 to 100 characters")
-        need(not _WHITESPACE.search(self.name) and not _CONTROL.search(self.name) and not self.name.startswith("-"),
-             f"host name {self.name!r} must not contain spaces or control characters, nor start with '-'")
+        need(not _WHITESPACE.search(self.name) and not _CONTROL.search(self.name) and not self.name.startswith("-")
+             and not has_surrogates(self.name),
+             f"host name {quoted(self.name)} must not contain spaces or control characters, nor start with '-'")
         need(isinstance(self.port, int) and not isinstance(self.port, bool) and 1 <= self.port <= 65535,
              f"host {self.name}: port must be between 1 and 65535, not {self.port!r}")
         for name in ("hostname", "user", "identity_file", "proxy_jump", "python", "instance_type", "region"):
             value = getattr(self, name)
             need(isinstance(value, str), f"host {self.name}: {name} must be text")
+            need(len(value) <= _MAX_CHARS[name], f"host {self.name}: {name} is {len(value):,} characters long, "
+                                                  f"at most {_MAX_CHARS[name]} make sense")
             need(not _CONTROL.search(value), f"host {self.name}: {name} must not contain control characters")
+            # A byte that was not UTF-8 (a lone surrogate from the shell) would crash paramiko at connect time.
+            need(not has_surrogates(value), f"host {self.name}: {name} {quoted(value, 60)} holds bytes that are "
+                                            f"not UTF-8 text")
         need(self.slurm is None or isinstance(self.slurm, SlurmSettings), f"host {self.name}: slurm must be settings")
         if self.local:
             need(self.ec2 is None, f"host {self.name}: --local and --ec2 exclude each other")
@@ -125,8 +137,8 @@ class HostProfile:
             return
         need(bool(self.hostname), f"host {self.name}: give --hostname (or --local for this computer)")
         need(not _WHITESPACE.search(self.hostname) and not self.hostname.startswith("-"),
-             f"host {self.name}: hostname {self.hostname!r} must not contain spaces nor start with '-'")
-        need(not _WHITESPACE.search(self.user), f"host {self.name}: user {self.user!r} must not contain spaces")
+             f"host {self.name}: hostname {quoted(self.hostname)} must not contain spaces nor start with '-'")
+        need(not _WHITESPACE.search(self.user), f"host {self.name}: user {quoted(self.user)} must not contain spaces")
         parse_jump_list(self.proxy_jump)
 
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 import unicodedata
 
 ONE_LINE_LIMIT = 200        # a value quoted inside a sentence
+SENTENCE_LIMIT = 2_000      # a whole sentence (an error quoting a host's message, a progress line)
 BLOCK_LIMIT = 100_000       # a multi-line text shown as it came (a traceback, a Result's summary)
 # Categories that move the cursor, reorder text or end a line on some terminals: C0/C1 controls (Cc),
 # format characters such as bidirectional overrides and zero-width joiners (Cf), lone surrogates from

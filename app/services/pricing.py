@@ -14,6 +14,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from app.core.pricebook import (
     merge_entries,
     parse_snapshot_csv,
 )
+from app.core.quoting import quoted
 from app.paths import AppPaths, resources_dir
 
 try:  # POSIX; on Windows the rename alone keeps the file whole.
@@ -36,6 +38,8 @@ except ImportError:  # pragma: no cover
 
 PRICES_SCHEMA = "neuronbench.prices/1"
 SNAPSHOT_NAME = "aws-instances.csv"
+_TYPE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+_REGION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,31}$")
 
 
 def snapshot_path() -> Path:
@@ -118,11 +122,12 @@ def set_user_price(paths: AppPaths, instance_type: str, usd_per_hour: float, reg
     table and report that shows the price says what it is.
     """
     instance_type = instance_type.strip()
-    if not instance_type or any(ch.isspace() for ch in instance_type):
-        raise PriceBookError(f"{instance_type!r} is not an instance type (e.g. inf2.xlarge)")
+    if not _TYPE_NAME.match(instance_type):  # shown in every table and report: a name, not any text
+        raise PriceBookError(f"{quoted(instance_type, 60)} is not an instance type (e.g. inf2.xlarge: letters, "
+                             f"digits and . _ - :, at most 64)")
     region = (region or "").strip() or None
-    if region is not None and any(ch.isspace() for ch in region):
-        raise PriceBookError(f"{region!r} is not a region (e.g. us-east-1)")
+    if region is not None and not _REGION_NAME.match(region):
+        raise PriceBookError(f"{quoted(region, 60)} is not a region (e.g. us-east-1)")
     entry = PriceEntry(instance_type, region or ANY_REGION, market, usd_per_hour, user_source(note),
                        date or today(), "user")
     _update(paths, lambda user, refreshed: (merge_entries(user, [entry]), refreshed))

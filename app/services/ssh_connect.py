@@ -20,6 +20,8 @@ import paramiko
 
 from app.core.errors import AuthError, ConnectError
 from app.core.hosts import SSH_PORT, HostProfile, parse_jump_list
+from app.core.quoting import quoted
+from app.services.key_files import key_file_problem
 from app.services.known_hosts import KnownHosts, known_hosts_name
 from app.services.ssh_prompts import SshPrompts
 
@@ -89,8 +91,9 @@ class KeyRing:
         with self._lock:
             if full in self._keys:
                 return self._keys[full], ""
-            if not os.path.isfile(full):
-                return None, "no such file"
+            problem = key_file_problem(full)
+            if problem:
+                return None, problem
             try:
                 key = paramiko.PKey.from_path(full)
             except TypeError:  # cryptography: "password-protected, but password was not provided"
@@ -239,7 +242,7 @@ def _authenticate(t: paramiko.Transport, ep: Endpoint, prompts: SshPrompts, keyr
             tried.append(f"{path} (refused)")
     if not tried:
         tried.append("nothing: no ssh-agent is running and none of ~/.ssh/id_ed25519, id_ecdsa, id_rsa exists")
-    raise AuthError(f"{ep.where} refused to log in {ep.user!r}; tried {'; '.join(tried)}; add your public key to "
+    raise AuthError(f"{ep.where} refused to log in {quoted(ep.user)}; tried {'; '.join(tried)}; add your public key to "
                     f"~/.ssh/authorized_keys of {ep.user} on the host, or choose the key with --identity")
 
 

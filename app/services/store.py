@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from app.core.errors import NeuronBenchError
+from app.core.quoting import quoted
+from app.core.run_ref import MIN_PREFIX, check_run_ref, prefix_too_short
 from app.core.runrecord import StoredRun
 from app.core.telemetry import DEFAULT_BUCKET_S, Bucketer, bucket_start, downsample
 from remote_agent.protocol import check_run_id
@@ -415,22 +417,27 @@ class RunStore:
     def _require(self, run_id: str) -> StoredRun:
         run = self.get_run(run_id)
         if run is None:
-            raise StoreError(f"no run {run_id!r} in the store: `neuronbench runs list` shows the runs kept")
+            raise StoreError(f"no run {quoted(run_id)} in the store: `neuronbench runs list` shows the runs kept")
         return run
 
     def resolve(self, ref: str) -> str:
-        """A full run id from an id or an unambiguous prefix of one (as ``git`` takes short hashes)."""
-        ref = ref.strip()
+        """A full run id from an id or an unambiguous prefix of one (as ``git`` takes short hashes).
+
+        An empty, blank or too short reference is refused (``check_run_ref``): it would match every run.
+        """
+        ref = check_run_ref(ref)
         if self._db().execute("SELECT 1 FROM runs WHERE run_id = ?", (ref,)).fetchone():
             return ref
-        escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        hits = [r[0] for r in self._db().execute("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' "
-                                                 "ORDER BY run_id LIMIT 3", (escaped + "%",))]
+        if len(ref) < MIN_PREFIX:
+            raise prefix_too_short(ref)
+        # A plain comparison, not LIKE: no pattern to escape, and no "pattern too complex" from a long one.
+        hits = [r[0] for r in self._db().execute("SELECT run_id FROM runs WHERE substr(run_id, 1, ?) = ? "
+                                                 "ORDER BY run_id LIMIT 3", (len(ref), ref))]
         if len(hits) == 1:
             return hits[0]
         if not hits:
-            raise StoreError(f"no run {ref!r} in the store: `neuronbench runs list` shows the runs kept")
-        raise StoreError(f"{ref!r} matches several runs ({', '.join(hits[:2])}, …): give more of the id")
+            raise StoreError(f"no run {quoted(ref)} in the store: `neuronbench runs list` shows the runs kept")
+        raise StoreError(f"{quoted(ref)} matches several runs ({', '.join(hits[:2])}, …): give more of the id")
 
     def load(self, ref: str) -> StoredRun:
         """The run named by ``ref`` (id or unique prefix), with its event count."""

@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from app.core.errors import BadSpecError
 from app.core.telemetry import downsample
 from app.services import store as store_module
 from app.services.recorder import RunRecorder
@@ -222,6 +223,20 @@ def test_several_hosts_threads_and_processes_write_at_once_without_losing_an_eve
         store.close()
 
 
+@pytest.mark.parametrize("ref, sentence", [
+    ("", "give a run id"), (" ", "give a run id"), ("\t\n", "give a run id"),
+    ("2026", "a run id prefix needs at least 8 characters"), ("%", "is not a run id"),
+    ("x" * 81, "is not a run id"), ("a" * 100_000, "is not a run id"), ("\udcff", "not valid text"),
+])
+def test_a_blank_short_or_impossible_reference_names_no_run_even_when_one_is_stored(db_path, ref, sentence):
+    with RunStore(db_path) as store:
+        store.begin_run("20261122-010101-aaaaaa", "h", {})
+        with pytest.raises(BadSpecError, match=sentence) as refused:
+            store.resolve(ref)
+        assert len(str(refused.value)) < 400  # a long reference is quoted shortened
+        assert store.resolve("20261122-010101-aaaaaa") == "20261122-010101-aaaaaa"
+
+
 def test_runs_are_found_by_a_unique_prefix(db_path):
     with RunStore(db_path) as store:
         for run_id in ("20261122-010101-aaaaaa", "20261122-010101-aaaabb", "20261123-000000-cccccc"):
@@ -231,8 +246,8 @@ def test_runs_are_found_by_a_unique_prefix(db_path):
         assert store.load("20261122-010101-aaaab").run_id == "20261122-010101-aaaabb"
         with pytest.raises(StoreError, match="matches several runs"):
             store.resolve("20261122-010101-aaaa")
-        with pytest.raises(StoreError, match="no run 'nope'"):
-            store.resolve("nope")
+        with pytest.raises(StoreError, match="no run 'nope-nope'"):
+            store.resolve("nope-nope")
         assert [r.run_id for r in store.list_runs(limit=2)] == ["20261123-000000-cccccc", "20261122-010101-aaaabb"]
         with pytest.raises(StoreError, match="already in the store"):
             store.begin_run("20261123-000000-cccccc", "h", {})
