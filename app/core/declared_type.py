@@ -15,7 +15,8 @@ from typing import Any
 
 from app.core.cost import TYPE_FROM_AFTER_RUN
 from app.core.errors import BadSpecError
-from app.core.pricebook import ANY_REGION, PriceBook
+from app.core.pricebook import ANY_REGION, TYPE_NAME, PriceBook
+from app.core.quoting import quoted
 
 MAX_SUGGESTIONS = 4
 
@@ -45,14 +46,15 @@ def declaration_problem(book: PriceBook, instance_type: str, region: str | None 
     if itype.lower() not in known:
         near = close_types(book, itype)
         hint = f"did you mean {_or_list(near)}?" if near else "`neuronbench prices list` shows the types it knows;"
-        return (f"{itype!r} is not an instance type in the price book: {hint} (`neuronbench prices set {itype} "
+        typed = itype if TYPE_NAME.match(itype) else "TYPE"  # a command to copy: only a name is quoted in it
+        return (f"{quoted(itype)} is not an instance type in the price book: {hint} (`neuronbench prices set {typed} "
                 f"USD_PER_HOUR` adds one of your own)")
     itype = known[itype.lower()]
     if region:
         regions = book.regions_of(itype)
         holds_everywhere = any(book.entry(itype, ANY_REGION, market) for market in ("on_demand", "spot"))
         if regions and region not in regions and not holds_everywhere:
-            return f"{itype} has no price in {region!r}: the price book lists it in {', '.join(regions)}"
+            return f"{itype} has no price in {quoted(region)}: the price book lists it in {', '.join(regions)}"
     return None
 
 

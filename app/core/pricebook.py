@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+
+from app.core.quoting import quoted
 
 MARKETS = ("on_demand", "spot")
 ORIGINS = ("user", "aws-api", "snapshot")
@@ -25,6 +28,9 @@ ORIGINS = ("user", "aws-api", "snapshot")
 # here, and the Price says so.  us-east-1 lists every type of the shipped snapshot but trn2.
 DEFAULT_REGION = "us-east-1"
 ANY_REGION = "*"
+# What a user may name an instance type or region they price themselves: shown in every table and report.
+TYPE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+REGION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,31}$")
 SNAPSHOT_DATE_UNKNOWN = "snapshot date unknown"
 
 _SPEC_COLUMNS = ("vcpus", "memory_gib", "accelerator_name", "accelerator_count", "accelerator_memory_gib",
@@ -171,9 +177,9 @@ def parse_usd_per_hour(text: str) -> float:
     try:
         value = float(cleaned)
     except ValueError:
-        raise PriceBookError(f"{text!r} is not a price in USD per hour (e.g. 0.7582)") from None
+        raise PriceBookError(f"{quoted(text, 60)} is not a price in USD per hour (e.g. 0.7582)") from None
     if not value > 0 or value != value or value >= 1e6:
-        raise PriceBookError(f"{text!r} is not a price in USD per hour: it must be above 0")
+        raise PriceBookError(f"{quoted(text, 60)} is not a price in USD per hour: it must be above 0")
     return value
 
 

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
 from app.core.errors import BadSpecError
 from app.core.hosts import LOCAL, LOCAL_HOST, HostProfile
+from app.core.quoting import quoted
 
 SCHEMA = "neuronbench.hosts/1"
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,99}$")
 
 
 class HostsStore:
@@ -58,8 +61,9 @@ class HostsStore:
     def get(self, name: str) -> HostProfile:
         profile = self.find(name)
         if profile is None:
-            raise BadSpecError(f"unknown host {name!r}: the hosts known are: {', '.join(self.names())} "
-                               f"(add one with `neuronbench hosts add {name} --hostname ADDRESS`)")
+            hint = name if _PLAIN_NAME.match(name) else "NAME"  # a command to copy, never one to repaint a terminal
+            raise BadSpecError(f"unknown host {quoted(name)}: the hosts known are: {', '.join(self.names())} "
+                               f"(add one with `neuronbench hosts add {hint} --hostname ADDRESS`)")
         return profile
 
     def add(self, profile: HostProfile, replace: bool = False) -> None:

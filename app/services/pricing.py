@@ -14,7 +14,6 @@ import contextlib
 import datetime as _dt
 import json
 import os
-import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,6 +21,8 @@ from pathlib import Path
 from app.core.errors import NeuronBenchError
 from app.core.pricebook import (
     ANY_REGION,
+    REGION_NAME,
+    TYPE_NAME,
     PriceBook,
     PriceBookError,
     PriceEntry,
@@ -38,8 +39,6 @@ except ImportError:  # pragma: no cover
 
 PRICES_SCHEMA = "neuronbench.prices/1"
 SNAPSHOT_NAME = "aws-instances.csv"
-_TYPE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
-_REGION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,31}$")
 
 
 def snapshot_path() -> Path:
@@ -122,11 +121,11 @@ def set_user_price(paths: AppPaths, instance_type: str, usd_per_hour: float, reg
     table and report that shows the price says what it is.
     """
     instance_type = instance_type.strip()
-    if not _TYPE_NAME.match(instance_type):  # shown in every table and report: a name, not any text
+    if not TYPE_NAME.match(instance_type):  # shown in every table and report: a name, not any text
         raise PriceBookError(f"{quoted(instance_type, 60)} is not an instance type (e.g. inf2.xlarge: letters, "
                              f"digits and . _ - :, at most 64)")
     region = (region or "").strip() or None
-    if region is not None and not _REGION_NAME.match(region):
+    if region is not None and not REGION_NAME.match(region):
         raise PriceBookError(f"{quoted(region, 60)} is not a region (e.g. us-east-1)")
     entry = PriceEntry(instance_type, region or ANY_REGION, market, usd_per_hour, user_source(note),
                        date or today(), "user")
