@@ -68,7 +68,8 @@ COMMON = {"?node": "int+", "?node_seq": "int+"}  # tags of a multi-node run's me
 SPEC = {  # a RunSpec as events and Results carry it (RunSpec itself checks the rest where it is rebuilt)
     "?workload": "str?", "?model": "str?", "?model_args": "obj?", "?backend": "str?", "?precision": "str?",
     "?batch_sizes": ["int+"], "?seq_lens": nullable(["int+"]), "?task": "str?", "?steps": "int?",
-    "?warmup": "int?", "?duration": "num?", "?min_iters": "int?", "?nproc": "int+", "?data": "str?",
+    "?warmup": "int?", "?duration": "num?", "?min_iters": "int?", "?nproc": "int+", "?nnodes": "int+?",
+    "?data": "str?",
 }
 ENV = {  # the probe of a host
     "?hostname": "str?", "?os": "str?", "?python": nullable({"?version": "str?", "?executable": "str?"}),

@@ -96,7 +96,7 @@ class ProgressPrinter:
         env = event["env"] or {}
         cpu = (env.get("cpu") or {})
         devices = env.get("devices") or []
-        kinds = ", ".join(sorted({d.get("kind", "?") for d in devices})) or "no accelerator"
+        kinds = ", ".join(sorted({d.get("kind") or "?" for d in devices})) or "no accelerator"
         self._line(f"host: {env.get('instance_type') or 'instance type unknown'}, {cpu.get('count')} CPUs, "
                    f"{kinds}, torch {env.get('torch') or 'missing'}")
         for warning in env.get("warnings") or []:

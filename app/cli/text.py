@@ -78,7 +78,7 @@ def format_result(result: dict[str, Any]) -> str:
         if train.get("data"):
             lines.append(f"  data        {format_data(train['data'])}")
         if compile_.get("steps"):
-            lines.append(f"  compile     {compile_.get('seconds', 0):.2f} s compiling {compile_.get('count')} "
+            lines.append(f"  compile     {_num(compile_.get('seconds'), '.2f')} s compiling {compile_.get('count')} "
                          f"graph(s) in step(s) {', '.join(str(i) for i in compile_['steps'])}; "
                          f"excluded from the figures")
         else:
@@ -243,10 +243,10 @@ def format_telemetry(telemetry: dict[str, Any] | None) -> list[str]:
         devices = [d for d in measure.get("devices") or [] if d.get("util_mean_pct") is not None]
         if devices:
             means = [d["util_mean_pct"] for d in devices]
-            p95 = max(d["util_p95_pct"] for d in devices if d.get("util_p95_pct") is not None)
+            p95 = max((d["util_p95_pct"] for d in devices if d.get("util_p95_pct") is not None), default=None)
             kinds = "/".join(sorted({_DEVICE_NAMES.get(d.get("kind"), str(d.get("kind"))) for d in devices}))
             spread = f"; per device {min(means):.1f}–{max(means):.1f}%" if len(devices) > 1 else ""
-            lines.append(f"  utilisation mean {sum(means) / len(means):.1f}% while measuring, p95 {p95:.1f}% "
+            lines.append(f"  utilisation mean {sum(means) / len(means):.1f}% while measuring, p95 {_num(p95, '.1f')}% "
                          f"({len(devices)} {kinds}{'s' if len(devices) > 1 else ''}{spread})")
         else:
             lines.append("  utilisation N/A (no device figure was read while measuring)")

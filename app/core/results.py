@@ -14,7 +14,7 @@ def throughput_rows(result: Result) -> list[tuple[int | None, float | None]]:
     """(batch size, throughput) pairs: one for training, one per batch size for inference."""
     if result.get("workload") == "train":
         train = result.get("train") or {}
-        return [((result.get("spec") or {}).get("batch_sizes", [None])[0], train.get("throughput_samples_per_s"))]
+        return [(((result.get("spec") or {}).get("batch_sizes") or [None])[0], train.get("throughput_samples_per_s"))]
     return [(row.get("batch_size"), row.get("throughput_per_s")) for row in result.get("infer") or []]
 
 

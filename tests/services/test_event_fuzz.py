@@ -88,7 +88,7 @@ HOSTILE = st.sampled_from([
 
 
 def paths_of(value, prefix=(), depth=0):
-    """Every (key, key, ...) path to a value inside an event, a few levels down."""
+    """Every (key, key, ...) path to a value inside an event, down to 4 levels below ``depth``."""
     if depth > 4:
         return
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
@@ -228,16 +228,9 @@ def stored_run(result: dict, run_id: str) -> StoredRun:
                      spec=result.get("spec") or {}, created_at=0.0, env=result.get("env"), result=result)
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_whatever_decode_accepts_every_reader_takes(data):
-    """One mutated line at a time, through every reader of its type (a few thousand lines in a few seconds)."""
-    original = data.draw(st.sampled_from(EVERY_EVENT))
-    try:
-        event = decode(data.draw(mutated_line(original)))
-    except ProtocolError:
-        return  # refused: the session counts it and goes on (the test above)
-    for spec in (TRAIN_SPEC, INFER_SPEC):
+def read_everywhere(event: dict, original: dict, specs=(TRAIN_SPEC, INFER_SPEC)) -> None:
+    """``event`` through every reader of its type: progress, the live view, telemetry, cost, summaries, compare."""
+    for spec in specs:
         printer = ProgressPrinter("fuzzed", spec, stream=io.StringIO())
         printer(event)
         assert_printable(printer.stream.getvalue())
@@ -253,8 +246,54 @@ def test_whatever_decode_accepts_every_reader_takes(data):
         apply_cost(result, BOOK)
         assert_printable(format_result(result))
         aggregate_repeats([result, result])
+        run = stored_run(result, "a")
+        assert_printable(format_run_detail(run, 0, None) + format_run_list([run]))
         try:
-            doc = compare_runs([stored_run(result, "a"), stored_run(dict(original["result"], host="b"), "b")], BOOK)
+            doc = compare_runs([run, stored_run(dict(original["result"], host="b"), "b")], BOOK)
         except CompareError:
             return  # e.g. no run has a figure to compare: one sentence (reporting.py turns it into the CLI's)
         summary(doc)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_whatever_decode_accepts_every_reader_takes(data):
+    """One mutated line at a time, through every reader of its type (a few thousand lines in a few seconds)."""
+    original = data.draw(st.sampled_from(EVERY_EVENT))
+    try:
+        event = decode(data.draw(mutated_line(original)))
+    except ProtocolError:
+        return  # refused: the session counts it and goes on (the test above)
+    read_everywhere(event, original)
+
+
+WRONG = [None, "x", [], {}, -1, True, [None]]  # a value of every other JSON type (and a negative number)
+
+
+def one_of_each_shape() -> list[dict]:
+    """One recorded event per type and shape (the Results of a training, an inference and a failed run...)."""
+    shapes: dict[tuple[str, int], dict] = {}
+    for event in EVERY_EVENT:
+        shapes.setdefault((event["type"], len(list(paths_of(event, depth=-99)))), event)
+    return list(shapes.values())
+
+
+@pytest.mark.parametrize("event_type", ["hello", "probe", "phase", "step", "latency", "sample", "log", "result",
+                                        "error", "end"])
+def test_each_field_given_a_wrong_type_is_refused_or_read_safely(event_type):
+    """Every field of every recorded event, set to a value of each other type: decode refuses it, or every
+    reader takes it (a missing figure is N/A, never a crash)."""
+    for original in (e for e in one_of_each_shape() if e["type"] == event_type):
+        spec = INFER_SPEC if original["type"] == "latency" else TRAIN_SPEC
+        for path in paths_of(original, depth=-99):
+            for value in WRONG:
+                event = json.loads(json.dumps(original))
+                parent = event
+                for key in path[:-1]:
+                    parent = parent[key]
+                parent[path[-1]] = value
+                try:
+                    accepted = decode(json.dumps(event).encode())
+                except ProtocolError:
+                    continue
+                read_everywhere(accepted, original, specs=(spec,))
