@@ -9,6 +9,7 @@ import time
 from app.cli.prompts import ask_yes_no, interactive
 from app.core.ec2_cost import format_minutes, format_usd
 from app.core.errors import BadSpecError, NeuronBenchError
+from app.core.quoting import clean
 from app.paths import AppPaths
 from app.services.ec2.aws import AwsClients
 from app.services.ec2.holds import InstanceHolds
@@ -58,6 +59,7 @@ def format_owned(instances: list[OwnedInstance], now: float | None = None) -> st
         rows.append((o.instance_id, o.instance_type + (" spot" if o.market == "spot" else ""), o.region, o.state,
                      format_minutes(o.age_s(now)), format_usd(o.usd_so_far), o.host or "-", o.run_id or "-",
                      "in use by a run" if o.held else ""))
+    rows = [tuple(clean(cell, 80) for cell in row) for row in rows]  # tags are anyone's text in the account
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
@@ -81,7 +83,7 @@ def handle_cleanup(args: argparse.Namespace) -> int:
     held = [o for o in instances if o.held]
     left = [o for o in instances if not o.held and o.state != "shutting-down"]
     for o in held:
-        print(f"leaving {o.instance_id} ({o.host}): a live run uses it", file=sys.stderr)
+        print(clean(f"leaving {o.instance_id} ({o.host}): a live run uses it"), file=sys.stderr)
     if not left:
         print("nothing to clean up", file=sys.stderr)
         return 0

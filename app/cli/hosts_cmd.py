@@ -207,7 +207,7 @@ def handle_test(args: argparse.Namespace) -> int:
     transport = transport_for_profile(profile, paths, prompts_for(args), store)
 
     def say(text: str) -> None:
-        print(f"{profile.name}: {text}", file=sys.stderr)
+        print(clean(f"{profile.name}: {text}", SENTENCE_LIMIT), file=sys.stderr)  # the host's answers
 
     try:
         report = check_host(transport, profile, say)
@@ -234,7 +234,7 @@ def handle_import_ec2(args: argparse.Namespace) -> int:
         print(f"added {profile.name}: {profile.address} ({profile.instance_type} in {profile.region})",
               file=sys.stderr)
     for reason in skipped:
-        print(f"skipped {reason}", file=sys.stderr)
+        print(clean(f"skipped {reason}", SENTENCE_LIMIT), file=sys.stderr)
     if not added and not skipped:
         raise NeuronBenchError("no running instance matched" + (f" the tag(s) {', '.join(args.tag)}" if args.tag
                                                                  else ""))
@@ -248,7 +248,7 @@ def handle_import(args: argparse.Namespace) -> int:
         print(f"added {profile.name}: {profile.address}" + (f" via {profile.proxy_jump}" if profile.proxy_jump else ""),
               file=sys.stderr)
     for reason in skipped:
-        print(f"skipped {reason}", file=sys.stderr)
+        print(clean(f"skipped {reason}", SENTENCE_LIMIT), file=sys.stderr)  # quotes the ssh config
     if not added and not skipped:
         raise NeuronBenchError(f"{args.config} names no concrete Host (only wildcards or nothing)")
     return 0

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from app.cli.hosts_resolve import prompts_for, transport_for
 from app.cli.monitor_view import render
+from app.core.quoting import SENTENCE_LIMIT, clean
 from app.paths import AppPaths
 from app.services.monitor import MonitorSession
 from remote_agent.protocol import TELEMETRY_MAX_PERIOD_S, TELEMETRY_MIN_PERIOD_S, TELEMETRY_PERIOD_S
@@ -48,7 +49,8 @@ class Screen:
         if event["type"] != "sample":
             return
         self.last = event
-        lines = render(event, self.host, self._width())
+        # The sample's text (sources, missing reasons) is the host's: escaped, only this screen's codes are sent.
+        lines = [clean(line, SENTENCE_LIMIT) for line in render(event, self.host, self._width())]
         if self.tty:
             if not self._opened:
                 self.out.write("\033[?1049h\033[?25l")  # alternate screen, cursor hidden
@@ -97,4 +99,8 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         view.close()
         transport.close()
+        refused = session.stream.refused if session.stream is not None else None
+        if refused is not None and refused.count:  # samples left out of the view: say so, and why
+            print(clean(f"neuronbench: warning: {transport.host}: {refused.summary()}", SENTENCE_LIMIT),
+                  file=sys.stderr)
     return 0
