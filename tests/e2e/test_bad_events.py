@@ -30,11 +30,19 @@ def _broken(event_type: str, field: str, value: str) -> tuple[int, str]:
     return event["seq"], _line(dict(event, **{field: "__VALUE__"})).replace(marker, value)
 
 
-# The three lines the reliability suite found ending `runs attach` in a traceback.
+def _cut(event_type: str) -> tuple[int, str]:
+    """(seq, line): the first event of ``event_type`` after the held ones, cut short as a full disk leaves it."""
+    event = next(e for e in RECORDED if e["type"] == event_type and e["seq"] > HELD)
+    return event["seq"], _line(event)[:40]
+
+
+# The three lines the reliability suite found ending `runs attach` in a traceback, and a line cut short
+# (which made the agent's own follower on the host stop at it).
 CASES = {
     "nan-dt": (_broken("step", "dt_s", "NaN"), "dt_s is nan, not a number"),
     "list-type": (_broken("log", "type", '["log"]'), "unknown event type ['log']"),
     "float-env": (_broken("probe", "env", "1.5"), "env must be an object, got 1.5"),
+    "cut-line": (_cut("step"), "not a JSON event"),
 }
 
 
