@@ -100,6 +100,11 @@ class ErrorEntry(QFrame):
             self._tint()
 
 
+def plain_tooltip(text: str) -> str:
+    """A tooltip that shows ``text`` as it is: Qt takes a tooltip with a tag in it as markup, so it is quoted."""
+    return f"<p style='white-space:pre-wrap'>{html.escape(clean_block(text))}</p>"
+
+
 def describe_exception(exc: BaseException) -> tuple[str, str]:
     """(sentence, detail) for any exception: ours carry both; anything else is a bug, shown with its traceback."""
     if isinstance(exc, NeuronBenchError):

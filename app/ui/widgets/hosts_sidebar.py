@@ -14,7 +14,9 @@ from PySide6.QtWidgets import QAbstractItemView, QListWidget, QListWidgetItem, Q
 
 from app.core.hosts import HostProfile
 from app.core.pricebook import Price
+from app.core.quoting import clean_block
 from app.ui import theme
+from app.ui.widgets.error_panel import plain_tooltip
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -130,11 +132,11 @@ class HostsSidebar(QListWidget):
         return None
 
     def _draw(self, item: QListWidgetItem, row: HostRow) -> None:
-        item.setText(f"{row.title}\n{row.detail()}")
+        item.setText(clean_block(f"{row.title}\n{row.detail()}"))  # the probe's instance type is the host's text
         item.setIcon(QIcon(theme.status_dot(row.status, self.palette())))
         tip = row.profile.name if row.profile.local else row.profile.address
         lines = [tip, row.price_note()] + ([row.problem] if row.problem else [])
-        item.setToolTip("\n".join(lines))
+        item.setToolTip(plain_tooltip("\n".join(lines)))  # a probe's failure quotes the host
 
     def _on_item_changed(self, _item: QListWidgetItem) -> None:
         self.checked_changed.emit()

@@ -1,15 +1,13 @@
 """A view's one-line status: what it just did, or the sentence of what went wrong (detail on its tooltip)."""
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QWidget
 
-from app.core.quoting import clean, clean_block
+from app.core.quoting import clean
 from app.ui import theme
-from app.ui.widgets.error_panel import MESSAGE_LIMIT, describe_exception
+from app.ui.widgets.error_panel import MESSAGE_LIMIT, describe_exception, plain_tooltip
 
 
 class StatusLine(QLabel):
@@ -29,8 +27,7 @@ class StatusLine(QLabel):
     def show_error(self, message: str, detail: str = "") -> None:
         self.is_error = True
         self.setText(clean(message, MESSAGE_LIMIT))
-        evidence = clean_block(detail.strip()[-4000:] if detail.strip() else message)
-        self.setToolTip(f"<pre>{html.escape(evidence)}</pre>")  # a tooltip takes markup: the text is quoted
+        self.setToolTip(plain_tooltip(detail.strip()[-4000:] if detail.strip() else message))
         self._tint()
 
     def show_exception(self, exc: BaseException) -> tuple[str, str]:
