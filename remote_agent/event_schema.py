@@ -289,10 +289,11 @@ def _fields(value: Any, schema: Dict[str, Any]) -> None:
                 raise
 
 
-def check_event(event: Any, line: bytes = b"\\ud800") -> Tuple[str, int]:
+def check_event(event: Any, line: Optional[bytes] = None) -> Tuple[str, int]:
     """Hold one parsed line to protocol v1; returns (type, seq) or raises SchemaError with the reason.
 
-    ``line``: the raw line it came from (only to skip the surrogate search when it holds no escape).
+    ``line``: the raw line it came from, if known (only to skip the surrogate search when it holds
+    no ``\\uD8..``-``\\uDF..`` escape).
     """
     if type(event) is not dict:
         raise SchemaError("an event must be a JSON object, got %s" % type(event).__name__)
@@ -308,7 +309,7 @@ def check_event(event: Any, line: bytes = b"\\ud800") -> Tuple[str, int]:
         raise SchemaError("event #%d: unknown event type %s" % (seq, shown(type_)))
     label = "%s event #%d" % (type_, seq)
     try:
-        check_json(event, surrogates=_SURROGATE_ESCAPE.search(line) is not None)
+        check_json(event, surrogates=line is None or _SURROGATE_ESCAPE.search(line) is not None)
         t = event.get("t")
         if not (type(t) is int or type(t) is float) or t < 0:
             raise SchemaError("t must be a number of unix seconds, got %s" % shown(t))

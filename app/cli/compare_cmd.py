@@ -8,6 +8,7 @@ import sys
 from app.cli.runs_text import format_compare
 from app.core.compare import CompareOptions
 from app.core.errors import BadSpecError
+from app.core.quoting import clean_block
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
 from app.services.reporting import Comparison, compare_stored
@@ -67,5 +68,5 @@ def handle(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print(format_compare(doc, doc["summary"]))
+        print(clean_block(format_compare(doc, doc["summary"])))  # host names and types are the hosts' text
     return 0
