@@ -80,5 +80,5 @@ def test_a_run_whose_host_reported_its_type_is_not_declared_otherwise(run_cli, d
     assert out.code != 0 and out.stderr.count("\n") == 1
     assert f"run {run_id} ran on a host that reported its own instance type, trn1.2xlarge" in out.stderr
     assert run_cli("runs", "show", run_id, "--json").json()["result"]["cost"]["instance_type"] == "trn1.2xlarge"
-    out = run_cli("runs", "set", "nope", "--instance-type", "inf2.xlarge")
-    assert out.code != 0 and "no run 'nope' in the store" in out.stderr
+    out = run_cli("runs", "set", "nope-nope", "--instance-type", "inf2.xlarge")
+    assert out.code != 0 and "no run 'nope-nope' in the store" in out.stderr
