@@ -43,8 +43,11 @@ class _CtrlC:
         self.wake.set()
 
 
-def follow_interruptibly(work: Callable[[], T], group: RunGroup, say: Callable[[str], None],
-                         cancelling: str) -> T | None:
+def say(text: str) -> None:
+    print(f"neuronbench: {text}", file=sys.stderr)
+
+
+def follow_interruptibly(work: Callable[[], T], group: RunGroup, cancelling: str) -> T | None:
     """``work()`` (which follows its runs through ``group``) on a thread, Ctrl-C acting on ``group``.
 
     Returns what ``work`` returned, or None when it was stopped and waiting longer would wait

@@ -58,7 +58,7 @@ def run_cluster(args: argparse.Namespace, spec: RunSpec, paths: AppPaths, prompt
             lambda: recorded_repeats(args, store, book, cluster_label(names), spec,
                                      (profiles[0].instance_type, profiles[0].region), events_file, warn, make_run,
                                      group),
-            group, warn, "cancelling: stopping the run on every node, then waiting until no process of it is left "
+            group, "cancelling: stopping the run on every node, then waiting until no process of it is left "
                          "(Ctrl-C again to stop waiting and leave it running)")
     finally:
         store.close()

@@ -188,7 +188,7 @@ def handle(args: argparse.Namespace) -> int:
 
     try:
         results = follow_interruptibly(lambda: run_on_hosts(transports, spec, args.repeats, listener_for,
-                                                            group=group), group, warn,
+                                                            group=group), group,
                                        "cancelling: stopping the runs and every process they started, then waiting "
                                        "until none is left (Ctrl-C again to stop waiting and leave them running)")
     finally:

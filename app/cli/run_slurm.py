@@ -40,7 +40,7 @@ def run_slurm(args: argparse.Namespace, spec: RunSpec, paths: AppPaths, prompts:
         return follow_interruptibly(
             lambda: recorded_repeats(args, store, book, profile.name, spec, (profile.instance_type, profile.region),
                                      events_file, warn, make_run, group),
-            group, warn, "cancelling: scancel stops the job on every node (Ctrl-C again to stop following it)")
+            group, "cancelling: scancel stops the job on every node (Ctrl-C again to stop following it)")
     finally:
         store.close()
         transport.close()
