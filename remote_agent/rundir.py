@@ -131,9 +131,14 @@ def write_pid_file(run: RunDir, pid: int) -> None:
     # one never truncates the other's half-written file, and readers only ever see a whole one.
     # The host name: a Slurm node's run folder is read from the login node too (a shared home).
     tmp = "%s.tmp%d" % (run.pid_file, os.getpid())
-    with open(tmp, "w") as handle:
-        handle.write("%d %s %s\n" % (pid, process_start_time(pid) or "?", this_host()))
-    os.replace(tmp, run.pid_file)
+    try:
+        with open(tmp, "w") as handle:
+            handle.write("%d %s %s\n" % (pid, process_start_time(pid) or "?", this_host()))
+        os.replace(tmp, run.pid_file)
+    except OSError:
+        if os.path.exists(tmp):  # a full disk: no empty leftover
+            os.unlink(tmp)
+        raise
 
 
 def supervisor_alive(run: RunDir) -> bool:

@@ -20,6 +20,7 @@ import sys
 import time
 from typing import Any, Dict, Optional
 
+from remote_agent.diskspace import Reserve, full_sentence, is_disk_full
 from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.protocol import NodePlacement, RunSpec
 from remote_agent.rundir import RunDir, write_pid_file
@@ -90,6 +91,14 @@ def node_main(run_id: str) -> int:
                          name=os.environ.get("SLURMD_NODENAME") or "", rendezvous_timeout_s=timeout)
     run = RunDir.for_id(node_run_id(run_id, rank))
     run.create()
+    try:
+        Reserve(run.path).make()  # the room the run's last events need if the disk fills (diskspace.py)
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        sys.stderr.write("neuronbench: node %d: %s\n" % (rank, full_sentence(run.path)))
+        sys.stderr.flush()
+        return 1
     with open(run.spec, "w") as handle:
         json.dump(spec.to_dict(), handle, indent=1)
     _write_json(run.node, node.to_dict())

@@ -222,8 +222,10 @@ def report_results(args: argparse.Namespace, results: list[dict[str, Any]]) -> i
     failures = [r for r in results if r.get("status") != "ok"]
     for result in failures:
         error = result.get("error") or {}
-        print(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
-              f"{error.get('message', 'no reason given')}", file=sys.stderr)
+        message = str(error.get("message") or "no reason given")
+        host = str(result.get("host"))
+        message = message[len(host) + 2:] if message.startswith(f"{host}: ") else message  # said just before
+        print(f"neuronbench: error: run {result.get('status')} on {host}: {message}", file=sys.stderr)
         if error.get("detail") and (args.verbose or error.get("kind") in ("runtime", "oom", "internal")):
             tail = "\n".join(error["detail"].strip().splitlines()[-15:])
             print("  " + tail.replace("\n", "\n  "), file=sys.stderr)

@@ -25,6 +25,7 @@ from app.core.errors import DeployError
 from app.core.hosts import HostProfile
 from app.services.agent_bundle import AgentBundle
 from app.services.remote_exec import run_command
+from app.services.remote_space import disk_full_error, low_space_error
 from app.services.remote_upload import upload_file
 from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL, SshPrompts
 from app.services.timm_wheel import carried_wheel, installed_timm_version
@@ -44,12 +45,16 @@ _INSPECT_SH = (
     'command -v "$py" >/dev/null 2>&1 || { echo "nb-missing=1"; exit 0; }; '
     'exec "$py" -c "$4" "$cache/site"'
 )
-# Prints the version before anything a Python 2 or 3.7 would choke on, so an old Python is named, not a crash.
+# Prints the version before anything a Python 2 or 3.7 would choke on, so an old Python is named, not a crash;
+# then timm's presence and the free space on the disk of the agent's folder (remote_space.FREE_SPACE_PY's way).
 _INSPECT_PY = (
     'import sys;v=sys.version_info;'
     'sys.stdout.write("nb-version=%d.%d.%d\\nnb-executable=%s\\n" % (v[0], v[1], v[2], sys.executable));'
     'sys.stdout.flush();sys.path.append(sys.argv[1]);import importlib.util as u;'
-    'sys.stdout.write("nb-timm=%d\\n" % (u.find_spec("timm") is not None))'
+    'sys.stdout.write("nb-timm=%d\\n" % (u.find_spec("timm") is not None))\n'
+    'import os\np = os.path.dirname(os.path.abspath(sys.argv[1]))\n'
+    'while not os.path.isdir(p) and os.path.dirname(p) != p:\n    p = os.path.dirname(p)\n'
+    's = os.statvfs(p)\nsys.stdout.write("nb-free=%d\\n" % (s.f_bavail * s.f_frsize))'
 )
 _UNPACK_PY = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
 # Unpack the agent into a temporary folder, byte-compile it (pyc for this Python, tracebacks naming the
@@ -145,8 +150,10 @@ def _install_timm(transport: paramiko.Transport, profile: HostProfile, setup: Re
                 setup.site_dir, f"timm=={version}" if version else "timm"]
     result = run_command(transport, argv, timeout=600)
     if result.code != 0:
-        raise DeployError(f"installing timm on {profile.name} failed: {result.stderr_line()}",
-                          detail=result.stderr.decode("utf-8", "replace"))
+        stderr = result.stderr.decode("utf-8", "replace")
+        raise disk_full_error(transport, setup.python, setup.site_dir, profile.name, "install timm", 16 << 20,
+                              stderr) or DeployError(f"installing timm on {profile.name} failed: "
+                                                     f"{result.stderr_line()}", detail=stderr)
 
 
 def prepare_host(transport: paramiko.Transport, profile: HostProfile, bundle: AgentBundle, prompts: SshPrompts,
@@ -158,18 +165,28 @@ def prepare_host(transport: paramiko.Transport, profile: HostProfile, bundle: Ag
     cache = found["cache"]
     agent_path = f"{cache}/agent/{agent_dir(bundle)}"
     python = found.get("executable") or found["python"]
+    if found.get("free", "").isdigit():
+        problem = low_space_error(profile.name, cache, int(found["free"]))  # before anything is written there
+        if problem is not None:
+            raise problem
     via = ""
     if found.get("agent") != "present":
-        size_kib = bundle.path.stat().st_size // 1024
-        say(f"uploading the agent ({size_kib} KiB) to {agent_path}")
-        sent = upload_file(transport, bundle.path, f"{cache}/agent", bundle.name, python, "the agent",
-                           profile.name, sha256=bundle.sha256)
+        size = bundle.path.stat().st_size
+        say(f"uploading the agent ({size // 1024} KiB) to {agent_path}")
+        try:
+            sent = upload_file(transport, bundle.path, f"{cache}/agent", bundle.name, python, "the agent",
+                               profile.name, sha256=bundle.sha256)
+        except DeployError as exc:  # e.g. paramiko's "size mismatch in put!" when the disk filled meanwhile
+            raise disk_full_error(transport, python, f"{cache}/agent", profile.name, "upload the agent", 2 * size,
+                                  f"{exc} {exc.detail or ''}") or exc from None
         via = sent.via
-        say(f"uploaded the agent ({size_kib} KiB) over {via}")
+        say(f"uploaded the agent ({size // 1024} KiB) over {via}")
         result = run_command(transport, [python, "-c", _INSTALL_AGENT_PY, sent.path, agent_path])
         if result.code != 0:
-            raise DeployError(f"could not unpack the agent on {profile.name}: {result.stderr_line()}",
-                              detail=result.stderr.decode("utf-8", "replace"))
+            stderr = result.stderr.decode("utf-8", "replace")
+            raise disk_full_error(transport, python, f"{cache}/agent", profile.name, "unpack the agent", 10 * size,
+                                  stderr) or DeployError(f"could not unpack the agent on {profile.name}: "
+                                                         f"{result.stderr_line()}", detail=stderr)
     setup = RemoteSetup(python=python, python_version=found["version"], cache_dir=cache, agent_path=agent_path,
                         uploaded=bool(via), timm=found.get("timm") == "1", upload_via=via)
     if not setup.timm:
