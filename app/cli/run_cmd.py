@@ -204,6 +204,8 @@ def report_after(args: argparse.Namespace, results: list[dict[str, Any]] | None,
     code = report_results(args, results) if results else 0
     if not group.stopped:
         return code
+    if results is None:  # stopped while no run had started on its host (one was connecting, or asking)
+        print("neuronbench: interrupted", file=sys.stderr)
     print_left_running(group, args.data_dir)
     return EXIT_INTERRUPTED
 

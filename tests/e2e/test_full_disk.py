@@ -35,8 +35,8 @@ def small_disk(tmp_path: Path, ssh_client, data_dir):
         pytest.skip(reason)
     servers: list[SshServer] = []
 
-    def start(options: str) -> SshServer:
-        server = make_server(tmp_path / "sshd", ssh_client.key)
+    def start(options: str, sftp: bool = True) -> SshServer:
+        server = make_server(tmp_path / "sshd", ssh_client.key, sftp=sftp)
         server.tmpfs = (server.home / ".cache", options)
         servers.append(server.start())
         add_host(data_dir, remote_profile(server))
@@ -84,9 +84,10 @@ def test_a_run_is_refused_below_the_floor_where_runs_live(small_disk, run_cli, s
         list((server.disk() / "neuronbench" / "runs").iterdir()) == []
 
 
-def test_an_upload_into_a_full_disk_names_it(small_disk, run_cli, ssh_env):
+@pytest.mark.parametrize("sftp", [True, False], ids=["sftp", "exec-channel"])
+def test_an_upload_into_a_full_disk_names_it(small_disk, run_cli, ssh_env, sftp):
     """Bytes to spare but no inode left: the pre-flight passes, the upload itself hits ENOSPC."""
-    server = small_disk("size=200m,nr_inodes=3")
+    server = small_disk("size=200m,nr_inodes=3", sftp=sftp)
     out = run_cli("run", "--host", "box", *TRAIN, "--steps", "3", env=ssh_env)
     assert out.code == 1
     assert errors(out.stderr) == [
