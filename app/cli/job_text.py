@@ -40,7 +40,7 @@ def format_job(doc: dict[str, Any]) -> list[str]:
                 if job[f"usd_per_hour_{market}"] is None:
                     notes.setdefault(f"{market.replace('_', '-')} N/A: no price", []).append(where)
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        out += ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-                for r in rows]
+        out += ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                          for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip() for r in rows]
         out += [f"  {why} ({', '.join(dict.fromkeys(labels))})" for why, labels in notes.items()]
     return out

@@ -261,7 +261,8 @@ def _job(doc: dict[str, Any], usable: list[tuple[StoredRun, Price, str]], book: 
         for item in doc["rows"] + doc["groups"]:
             item["job_hours"] = item["job_usd"] = None
         return None
-    for workload, flag, what in (("train", "--job-samples (or --job-epochs)", "a training"), ("infer", "--job-requests", "an inference")):
+    for workload, flag, what in (("train", "--job-samples (or --job-epochs)", "a training"),
+                                 ("infer", "--job-requests", "an inference")):
         if options.job.work(workload) is not None and all(r["workload"] != workload for r in doc["rows"]):
             raise CompareError(f"{flag} sizes {what} job, but none of the runs compared is {what} run")
     hourly = {run.run_id: {market: _hourly(_price_of(run, book, market)[0], nodes_of(run.result or {}))
