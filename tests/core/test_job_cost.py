@@ -77,7 +77,7 @@ def test_requests_are_priced_per_batch_size_with_that_batch_size_compile():
 
 def test_a_job_for_a_workload_none_of_the_runs_measured_is_refused_in_one_sentence():
     run = infer_run("inf", "inf2.xlarge", [(1, 1000.0, 2.0)])
-    with pytest.raises(CompareError, match="--job-samples .* sizes a training job, but none of the runs compared is "
+    with pytest.raises(CompareError, match=r"--job-samples .* sizes a training job, but none of the runs compared is "
                                            "a training run"):
         compare_runs([run], book(), CompareOptions(job=JobSize(samples=1e6)))
     doc = compare_runs([run], book(), CompareOptions())
