@@ -196,3 +196,25 @@ def job_sentences(doc: dict[str, Any]) -> list[str]:
         out.append(f"Your job of {what} costs least on {where}: {fig['hours_cold']:,.3g} h and "
                    f"${fig[f'usd_{market}_cold']:,.2f} {market.replace('_', '-')} with a cold compile ({warm}{alt}).")
     return out
+
+
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9}
+
+
+def parse_count(text: str, what: str = "count") -> float | None:
+    """A job size as a user types it: "1281167", "1,281,167", "3.8e6", "3.8M", "2k"; blank is None.
+
+    Raises JobSizeError with one sentence for anything else, or for a count not above 0.
+    """
+    cleaned = text.strip().replace(",", "").replace("_", "").replace(" ", "")
+    if not cleaned:
+        return None
+    factor = _SUFFIX.get(cleaned[-1].lower(), 1.0)
+    number = cleaned[:-1] if factor != 1.0 else cleaned
+    try:
+        value = float(number) * factor
+    except ValueError:
+        raise JobSizeError(f"{text.strip()!r} is not a {what} (e.g. 1281167, 1.2M or 3e6)") from None
+    if not (value > 0 and value < 1e18):
+        raise JobSizeError(f"the {what} must be above 0, not {text.strip()}")
+    return value
