@@ -55,9 +55,11 @@ class JobBox(QGroupBox):
         self.epochs.setToolTip("passes over the dataset")
         self.dataset = QLineEdit()
         self.dataset.setPlaceholderText("e.g. 1281167")
+        self.dataset.setMaximumWidth(self.fontMetrics().horizontalAdvance("0") * 18)
         self.dataset.setToolTip("samples in your dataset (ImageNet-1k: 1,281,167); 1.2M and 3e6 work too")
         self.requests = QLineEdit()
         self.requests.setPlaceholderText("e.g. 10M")
+        self.requests.setMaximumWidth(self.fontMetrics().horizontalAdvance("0") * 18)
         self.requests.setToolTip("requests to serve, one inference each, at each batch size measured")
         self.problem = QLabel()
         self.problem.setWordWrap(True)
@@ -69,7 +71,7 @@ class JobBox(QGroupBox):
         self.table.verticalHeader().hide()
         self.table.setWordWrap(False)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)  # compact rows
         self.table.setVisible(False)
 
         inputs = QHBoxLayout()
@@ -77,13 +79,14 @@ class JobBox(QGroupBox):
         inputs.addWidget(self.train_label)
         inputs.addWidget(self.epochs)
         inputs.addWidget(QLabel("epoch(s) ×"))
-        inputs.addWidget(self.dataset, 1)
+        inputs.addWidget(self.dataset)
         inputs.addWidget(QLabel("samples"))
         inputs.addSpacing(16)
         self.infer_label = QLabel("Inference:")
         inputs.addWidget(self.infer_label)
-        inputs.addWidget(self.requests, 1)
+        inputs.addWidget(self.requests)
         inputs.addWidget(QLabel("requests"))
+        inputs.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addLayout(inputs)
         layout.addWidget(self.problem)
@@ -140,6 +143,7 @@ class JobBox(QGroupBox):
         self.set_workloads({r["workload"] for r in (doc or {}).get("rows") or []})
         block = (doc or {}).get("job")
         groups = [g for g in (doc or {}).get("groups") or [] if g.get("job")] if block else []
+        groups.sort(key=lambda g: g["workload"] != "train")  # training first, as the inputs read
         self.table.setVisible(bool(groups))
         self.table.setRowCount(len(groups))
         reasons: dict[str, list[str]] = {}
