@@ -8,7 +8,7 @@ import sys
 from app.cli.runs_text import format_compare
 from app.core.compare import CompareOptions
 from app.core.errors import BadSpecError
-from app.core.job_cost import JobSize
+from app.core.job_cost import JobSize, JobSizeError, parse_count
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
 from app.services.reporting import Comparison, compare_stored
@@ -29,11 +29,11 @@ def add_compare_options(p: argparse.ArgumentParser) -> None:
     job = p.add_argument_group("your whole job", "hours and dollars of the job on every host, from its measured "
                                "throughput and price, compile counted once (cold and with the cache warm), "
                                "on-demand and spot")
-    job.add_argument("--job-samples", type=float, metavar="N", help="a training job of N samples")
-    job.add_argument("--job-epochs", type=float, metavar="E", help="a training job of E epochs … (with "
-                     "--dataset-samples)")
-    job.add_argument("--dataset-samples", type=int, metavar="N", help="… over a dataset of N samples")
-    job.add_argument("--job-requests", type=float, metavar="N",
+    job.add_argument("--job-samples", metavar="N", help="a training job of N samples (3843501, 3.8M and 3.8e6 "
+                     "alike)")
+    job.add_argument("--job-epochs", metavar="E", help="a training job of E epochs … (with --dataset-samples)")
+    job.add_argument("--dataset-samples", metavar="N", help="… over a dataset of N samples")
+    job.add_argument("--job-requests", metavar="N",
                      help="an inference job of N requests (one inference each) at each batch size measured")
 
 
@@ -65,15 +65,19 @@ def job_from(args: argparse.Namespace) -> JobSize | None:
     if args.job_epochs is not None and args.job_samples is not None:
         raise BadSpecError("give the training job as --job-samples N or as --job-epochs E --dataset-samples N, "
                            "not both")
-    for flag, value in (("--job-samples", args.job_samples), ("--job-epochs", args.job_epochs),
-                        ("--dataset-samples", args.dataset_samples), ("--job-requests", args.job_requests)):
-        if value is not None and not (value > 0 and value < 1e18):
-            raise BadSpecError(f"{flag} must be a count above 0, not {value:g}")
-    if args.job_epochs is not None:
-        return JobSize.of_epochs(args.job_epochs, args.dataset_samples, args.job_requests)
-    if args.job_samples is None and args.job_requests is None:
+    sizes = {}
+    for flag, text in (("--job-samples", args.job_samples), ("--job-epochs", args.job_epochs),
+                       ("--dataset-samples", args.dataset_samples), ("--job-requests", args.job_requests)):
+        try:
+            sizes[flag] = None if text is None else parse_count(text, "count")
+        except JobSizeError:
+            raise BadSpecError(f"{flag} must be a count above 0 (e.g. 1281167, 1.2M or 3e6), not {text!r}") from None
+    if sizes["--job-epochs"] is not None:
+        return JobSize.of_epochs(sizes["--job-epochs"], int(round(sizes["--dataset-samples"])),
+                                 sizes["--job-requests"])
+    if sizes["--job-samples"] is None and sizes["--job-requests"] is None:
         return None
-    return JobSize(samples=args.job_samples, requests=args.job_requests)
+    return JobSize(samples=sizes["--job-samples"], requests=sizes["--job-requests"])
 
 
 def build(args: argparse.Namespace) -> tuple[Comparison, RunStore]:

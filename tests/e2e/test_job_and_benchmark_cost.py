@@ -49,7 +49,7 @@ def test_a_local_run_declared_as_an_instance_carries_what_the_benchmark_cost(run
 def test_compare_prices_the_users_whole_job_and_refuses_a_bad_size_in_one_sentence(run_cli, data_dir, tmp_path):
     ids = populate(AppPaths.resolve(data_dir))  # trn1.2xlarge: a cold compile (1840 s), then two cached (14, 13.5 s)
     runs = ids["trn1_train"] + ids["inf2_infer"]
-    out = run_cli("compare", *runs, "--job-epochs", "3", "--dataset-samples", "1281167", "--job-requests", "1e7",
+    out = run_cli("compare", *runs, "--job-epochs", "3", "--dataset-samples", "1281167", "--job-requests", "10M",
                   "--json")
     assert out.code == 0, out.stderr
     doc = out.json()
@@ -76,7 +76,8 @@ def test_compare_prices_the_users_whole_job_and_refuses_a_bad_size_in_one_senten
     assert run_cli("report", *runs, "--job-samples", "3843501", "--format", "html", "--output", str(page)).code == 0
     assert "Your job" in page.read_text() and "vit_base_patch16_224 training: 3,843,501 samples" in page.read_text()
 
-    for args, sentence in ((("--job-samples", "-5"), "--job-samples must be a count above 0, not -5"),
+    for args, sentence in ((("--job-samples", "-5"), "--job-samples must be a count above 0 (e.g. 1281167, 1.2M or "
+                                                     "3e6), not '-5'"),
                            (("--job-epochs", "3"), "a job given in epochs needs both --job-epochs E and "
                                                    "--dataset-samples N"),
                            (("--job-requests", "1000", *ids["trn1_train"][:1]),
