@@ -35,7 +35,7 @@ def job_section(doc: dict[str, Any]) -> list[Block]:
                     if job[f"compile_{start}_s"] is None:
                         reasons.setdefault(f"{start.capitalize()} N/A: {job[f'compile_{start}_basis']}",
                                            []).append(where)
-            blocks.append(Table(("Host", "Batch", "Throughput", "Hours cold", "Hours warm", "On-demand $ cold",
+            blocks.append(Table(("Host", "Batch", "Per second", "Hours cold", "Hours warm", "On-demand $ cold",
                                  "On-demand $ warm", "Spot $ cold", "Spot $ warm"), tuple(rows),
                                 (False,) + (True,) * 8,
                                 caption=f"{measure_title(workload, short_model(model))}: {what}"))
