@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from app.cli.job_text import format_job
 from app.core.compare import WORK
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
 from app.core.runrecord import StoredRun, fingerprint
@@ -64,6 +65,10 @@ def format_cost(cost: dict[str, Any] | None) -> list[str]:
     for row in cost.get("usd_per_1m_inferences") or []:
         lines.append(f"  cost b{row.get('batch_size'):<4} {usd(row.get('usd_per_1m'))} per 1M inferences; "
                      f"compile {usd(row.get('compile_usd'))}")
+    bench = cost.get("benchmark") or {}
+    if bench.get("seconds") is not None:
+        lines.append(f"  benchmark   {usd(bench.get('usd'))} for {num(bench['seconds'], '.0f')} s "
+                     f"{bench.get('basis') or 'launch to terminate'}, setup and compile included")
     return lines
 
 
@@ -137,11 +142,16 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
         out.append(f"budget {budget['label']}: {budget['epochs']:g} epochs × {budget['samples_per_epoch']:,} samples "
                    f"= {num(budget['total_hours'], '.3g')} h, {usd(budget['total_usd'])} "
                    f"(compile {num(budget['compile_s'], '.0f')} s = {usd(budget['compile_usd'])})")
-    launched = {r["run_id"]: r for r in doc["rows"] if r.get("instance_id")}
-    for run_id, row in launched.items():
-        out.append(f"benchmark cost {run_id} ({row['host']}, instance {row['instance_id']}): "
-                   f"{usd(row['benchmark_usd'])} for {num(row['benchmark_s'], '.0f')} s launch to terminate, "
-                   f"boot and compile included")
+    benchmarked = {r["run_id"]: r for r in doc["rows"] if r.get("instance_id") or r.get("benchmark_usd") is not None}
+    for run_id, row in benchmarked.items():
+        if row.get("instance_id"):
+            out.append(f"benchmark cost {run_id} ({row['host']}, instance {row['instance_id']}): "
+                       f"{usd(row['benchmark_usd'])} for {num(row['benchmark_s'], '.0f')} s launch to terminate, "
+                       f"boot and compile included")
+        else:
+            out.append(f"benchmark cost {run_id} ({row['host']}): {usd(row['benchmark_usd'])} for "
+                       f"{num(row['benchmark_s'], '.0f')} s run start to end, setup and compile included")
+    out += format_job(doc)
     for even in doc.get("break_even") or []:
         out.append(f"break-even: {even['cheaper_after']} costs less than {even['than']} in total after "
                    f"{even['samples']:,.0f} samples (its longer compile paid back)")

@@ -201,10 +201,19 @@ def format_data(data: dict[str, Any]) -> str:
 
 
 def format_instance(result: dict[str, Any]) -> list[str]:
-    """A launched instance's line: which one, and what the benchmark cost from launch to terminate."""
+    """What the benchmark itself cost: a launched instance from launch to terminate, any other priced host
+    from the run's start to its end."""
     ec2 = result.get("ec2")
     if not ec2:
-        return []
+        cost = result.get("cost") or {}
+        bench = cost.get("benchmark") or {}
+        if bench.get("seconds") is None or bench.get("usd_per_hour") is None:
+            return []
+        nodes = f"{bench['nodes']} x " if (bench.get("nodes") or 1) > 1 else ""
+        return [f"  benchmark   cost {format_usd(bench.get('usd'))}: run start to end "
+                f"{format_minutes(bench['seconds'])} x {format_usd(bench['usd_per_hour'])}/h "
+                f"({nodes}{cost.get('instance_type')} {(bench.get('market') or 'on_demand').replace('_', '-')}), "
+                "setup and compile included"]
     market = "spot" if ec2.get("market") == "spot" else "on-demand"
     head = f"  instance    {ec2.get('instance_id')} ({ec2.get('instance_type')} {market} in {ec2.get('region')}, " \
            f"image {ec2.get('ami')})"

@@ -30,7 +30,8 @@ from app.core.cost import (
     usd_per_million,
     work_per_dollar,
 )
-from app.core.pricebook import Price, PriceBook
+from app.core.job_cost import JobSize, attach_jobs
+from app.core.pricebook import MARKETS, Price, PriceBook
 from app.core.runrecord import StoredRun
 from app.core.scaling import scaling_rows
 from remote_agent.stats import bootstrap_ci, intervals_overlap, percentile
@@ -52,6 +53,7 @@ class CompareOptions:
     min_throughput: float | None = None
     epochs: float | None = None
     samples_per_epoch: int | None = None
+    job: JobSize | None = None  # the user's whole job: --job-samples / --job-requests
 
 
 def model_signature(result: dict[str, Any]) -> str:
@@ -105,11 +107,18 @@ def steps_interval(train: dict[str, Any]) -> list[float] | None:
     return [batch / (mean + half), batch / (mean - half)]
 
 
-def benchmark_cost(result: dict[str, Any]) -> dict[str, Any]:
-    """What a run on a launched instance cost from launch to terminate (None for hosts that were already there)."""
+def benchmark_cost(run: StoredRun, usd_per_hour: float | None) -> dict[str, Any]:
+    """What the benchmark itself cost: launch to terminate on an instance NeuronBench launched (as billed),
+    else the run's wall time from start to end, setup and compile included, at the current price."""
+    result = run.result or {}
     bench = (result.get("cost") or {}).get("benchmark") or {}
-    return {"instance_id": (result.get("ec2") or {}).get("instance_id"), "benchmark_s": bench.get("seconds"),
-            "benchmark_usd": bench.get("usd")}
+    instance_id = (result.get("ec2") or {}).get("instance_id")
+    if instance_id:
+        return {"instance_id": instance_id, "benchmark_s": bench.get("seconds"), "benchmark_usd": bench.get("usd")}
+    seconds = bench.get("seconds")
+    if seconds is None and run.started_at is not None and run.ended_at is not None:
+        seconds = max(0.0, run.ended_at - run.started_at)  # a run stored before cost.benchmark existed
+    return {"instance_id": None, "benchmark_s": seconds, "benchmark_usd": usd_for_seconds(seconds, usd_per_hour)}
 
 
 def _price_of(run: StoredRun, book: PriceBook, market: str) -> tuple[Price, str]:
@@ -162,8 +171,12 @@ def _hourly(price: Price, nodes: int) -> float | None:
     return None if price.usd_per_hour is None else price.usd_per_hour * nodes
 
 
-def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOptions | None = None) -> dict:
-    """The comparison document: ``rows`` (DESIGN.md §4 compare schema, plus extra keys), ``groups``, etc."""
+def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOptions | None = None,
+                 cache_states: dict[str, str | None] | None = None) -> dict:
+    """The comparison document: ``rows`` (DESIGN.md §4 compare schema, plus extra keys), ``groups``, etc.
+
+    ``cache_states`` (run id -> compile-cache state from its log) lets a job tell cold from warm compiles.
+    """
     options = options or CompareOptions()
     if not runs:
         raise CompareError("name at least one run to compare")
@@ -210,7 +223,7 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
                 "usd_per_1m": usd_per_million(usd_h, figures["throughput"]),
                 "compile_usd": usd_for_seconds(figures["compile_s"], usd_h),
                 "repeat": result.get("repeat"),
-                **benchmark_cost(result),
+                **benchmark_cost(run, usd_h),
             })
 
     def matches(row: dict[str, Any], base: dict[str, Any]) -> bool:
@@ -237,7 +250,24 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
     doc["budget"] = _budgets(groups, options)
     doc["break_even"] = _break_even(groups)
     doc["scaling"] = scaling_rows(groups)
+    doc["job"] = _job(doc, usable, book, options, cache_states or {})
     return doc
+
+
+def _job(doc: dict[str, Any], usable: list[tuple[StoredRun, Price, str]], book: PriceBook, options: CompareOptions,
+         cache_states: dict[str, str | None]) -> dict[str, Any] | None:
+    """The user's whole job on every host, on-demand and spot (app.core.job_cost)."""
+    if options.job is None:
+        for item in doc["rows"] + doc["groups"]:
+            item["job_hours"] = item["job_usd"] = None
+        return None
+    for workload, flag, what in (("train", "--job-samples (or --job-epochs)", "a training"),
+                                 ("infer", "--job-requests", "an inference")):
+        if options.job.work(workload) is not None and all(r["workload"] != workload for r in doc["rows"]):
+            raise CompareError(f"{flag} sizes {what} job, but none of the runs compared is {what} run")
+    hourly = {run.run_id: {market: _hourly(_price_of(run, book, market)[0], nodes_of(run.result or {}))
+                           for market in MARKETS} for run, _, _ in usable}
+    return attach_jobs(doc, options.job, hourly, cache_states)
 
 
 def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str, Any]]:

@@ -243,27 +243,37 @@ def cheapest_meeting(candidates: Sequence[Candidate], max_p99_ms: float | None =
     return Choice(meeting[0] if meeting else None, meeting, rejected)
 
 
-def benchmark_block(launched_at: float, terminated_at: float | None, price: Price) -> dict[str, Any]:
-    """The ``cost.benchmark`` block of a run on a launched instance: launch to terminate x price.
+BENCHMARK_LAUNCHED = "launch to terminate"
+BENCHMARK_WALL = "run start to end"
 
-    Boot, deploy and compile are all in it: it is what the benchmark itself cost.
-    ``seconds`` is None while the instance still runs (kept with ``--keep``).
+
+def benchmark_block(launched_at: float, terminated_at: float | None, price: Price, nodes: int = 1,
+                    basis: str = BENCHMARK_LAUNCHED) -> dict[str, Any]:
+    """The ``cost.benchmark`` block: what the benchmark itself cost, ``launched_at`` to ``terminated_at`` x price.
+
+    On a launched instance that is launch to terminate (boot, deploy and compile in it);
+    on any other priced host the run's wall time from its start to its end (setup and
+    compile in it), times ``nodes`` machines.  ``seconds`` is None while an instance
+    still runs (kept with ``--keep``).
     """
     seconds = None if terminated_at is None else max(0.0, terminated_at - launched_at)
-    return {"seconds": seconds, "usd": usd_for_seconds(seconds, price.usd_per_hour),
-            "usd_per_hour": price.usd_per_hour, "market": price.market,
+    usd_h = None if price.usd_per_hour is None else price.usd_per_hour * nodes
+    return {"seconds": seconds, "usd": usd_for_seconds(seconds, usd_h),
+            "usd_per_hour": usd_h, "market": price.market, "basis": basis, "nodes": nodes,
             "price_source": price.source or None, "price_note": price.note or None}
 
 
 def apply_cost(result: dict[str, Any], book: PriceBook, declared_type: str | None = None,
                declared_region: str | None = None, market: str = "on_demand",
-               declared_from: str = TYPE_FROM_PROFILE) -> dict[str, Any]:
+               declared_from: str = TYPE_FROM_PROFILE,
+               wall: tuple[float | None, float | None] | None = None) -> dict[str, Any]:
     """Fill ``result["cost"]`` from the price book (in place; returns the result).
 
     A run whose instance type is unknown still gets a block: every figure None and a
-    ``price_note`` telling the user how to declare the type.  A run on an instance
-    NeuronBench launched (an ``ec2`` block) also gets ``cost.benchmark``, priced in
-    the market it was launched in (spot or on-demand).
+    ``price_note`` telling the user how to declare the type.  A priced run also gets
+    ``cost.benchmark``: on an instance NeuronBench launched (an ``ec2`` block), launch to
+    terminate in the market it was launched in (spot or on-demand); on any other host,
+    ``wall`` (the run's first and last event times) x the price.
     """
     itype, region, source, warnings = instance_of(result, declared_type, declared_region, declared_from)
     node_types = sorted({(n.get("env") or {}).get("instance_type") or "unknown" for n in result.get("nodes") or []})
@@ -276,6 +286,9 @@ def apply_cost(result: dict[str, Any], book: PriceBook, declared_type: str | Non
     if isinstance(ec2, dict) and ec2.get("launched_at") is not None:
         bill = price if ec2.get("market", market) == market else book.price(itype, region, ec2["market"])
         result["cost"]["benchmark"] = benchmark_block(ec2["launched_at"], ec2.get("terminated_at"), bill)
+    elif price.usd_per_hour is not None and wall is not None and wall[0] is not None and wall[1] is not None:
+        result["cost"]["benchmark"] = benchmark_block(wall[0], wall[1], price, result["cost"]["nodes"],
+                                                      BENCHMARK_WALL)
     if warnings:
         result.setdefault("warnings", []).extend(w for w in warnings if w not in result.get("warnings", []))
     return result

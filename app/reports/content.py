@@ -12,6 +12,7 @@ from app.core.numbers import NA, usd
 from app.reports import svg
 from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summary, Table
 from app.reports.cost_sections import cost_details
+from app.reports.job_section import job_section
 from app.reports.scaling_section import scaling_section
 from app.reports.wording import colours_of, join_values, measure_title, measures, num, short_model, times
 
@@ -267,6 +268,7 @@ def build_blocks(doc: dict[str, Any]) -> list[Block]:
     blocks += scaling_section(doc)
     blocks += _charts(doc)
     blocks += cost_details(doc)
+    blocks += job_section(doc)
     blocks += _methodology(doc)
     blocks += _runs(doc)
     return blocks

@@ -291,10 +291,14 @@ class Shots:
         self.view(view, "09-history.png", bridge)
 
     def shot_10_compare(self) -> None:
-        """The comparison of the stored runs: decision summary, table, bars, latency vs throughput."""
+        """The comparison of the stored runs: decision summary, table, your job, bars, latency vs throughput."""
         ids = self.stored_runs()
         bridge = Bridge()
         view = CompareView(self.paths, bridge)
+        # A job sized as a user would: 3 epochs of ImageNet-1k, 10 million requests.
+        view.job_box.epochs.setValue(3)
+        view.job_box.dataset.setText("1281167")
+        view.job_box.requests.setText("10M")
         view.set_runs(ids)
         wait_until(lambda: view.doc is not None or view.status.is_error, 60, "the comparison")
         self.view(view, "10-compare.png", bridge)
