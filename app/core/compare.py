@@ -57,13 +57,29 @@ class CompareOptions:
 
 
 def model_signature(result: dict[str, Any]) -> str:
-    """What was measured, so only like is compared with like: model, its arguments, precision."""
+    """What was measured, so only like is compared with like: model, task, its arguments, precision.
+
+    A user's file is the same model only with the same content: its SHA-256 (short) is part of it.
+    """
     spec = result.get("spec") or {}
     args = spec.get("model_args") or {}
     text = str(spec.get("model") or "?")
+    if spec.get("task"):
+        text += f" [{spec['task']}]"
+    digest = (spec.get("model_file") or {}).get("sha256")
+    if digest and text.startswith("file:"):
+        text += f" #{digest[:8]}"
     if args:
         text += "(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(args.items())) + ")"
     return f"{text} {spec.get('precision') or 'fp32'}"
+
+
+def check_figures(check: dict[str, Any] | None) -> dict[str, Any]:
+    """A row's numerical check: ``check_agrees`` (None: not checked or not judged) and its error."""
+    if not check:
+        return {"check_agrees": None, "check_finite": None, "check_max_rel_err": None}
+    return {"check_agrees": check.get("agrees"), "check_finite": check.get("finite"),
+            "check_max_rel_err": check.get("max_rel_err")}
 
 
 def short_model(result: dict[str, Any]) -> str:
@@ -71,20 +87,25 @@ def short_model(result: dict[str, Any]) -> str:
 
 
 def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Measured figures per batch size: training gives one row, inference one per batch size."""
+    """Measured figures per static shape: training gives one row, inference one per batch size and length."""
     if result.get("workload") == "train":
         train = result.get("train") or {}
         spec = result.get("spec") or {}
         compile_ = train.get("compile") or {}
-        return [{"batch_size": (spec.get("batch_sizes") or [None])[0], "throughput": train.get(
-            "throughput_samples_per_s"), "latency_p50_ms": None, "latency_p99_ms": None, "p99_reliable": None,
-            "compile_s": compile_.get("seconds"), "steps_ci95": steps_interval(train)}]
+        seq_len = (result.get("model") or {}).get("seq_len") or ((spec.get("seq_lens") or [None])[0])
+        return [{"batch_size": (spec.get("batch_sizes") or [None])[0], "seq_len": seq_len,
+                 "throughput": train.get("throughput_samples_per_s"),
+                 "tokens_per_s": train.get("throughput_tokens_per_s"), "latency_p50_ms": None,
+                 "latency_p99_ms": None, "p99_reliable": None, "compile_s": compile_.get("seconds"),
+                 "steps_ci95": steps_interval(train), **check_figures(train.get("check"))}]
     rows = []
     for row in result.get("infer") or []:
         latency = row.get("latency_ms") or {}
-        rows.append({"batch_size": row.get("batch_size"), "throughput": row.get("throughput_per_s"),
+        rows.append({"batch_size": row.get("batch_size"), "seq_len": row.get("seq_len"),
+                     "throughput": row.get("throughput_per_s"), "tokens_per_s": row.get("tokens_per_s"),
                      "latency_p50_ms": latency.get("p50"), "latency_p99_ms": latency.get("p99"),
-                     "p99_reliable": row.get("p99_reliable"), "compile_s": row.get("compile_s")})
+                     "p99_reliable": row.get("p99_reliable"), "compile_s": row.get("compile_s"),
+                     **check_figures(row.get("check"))})
     return rows
 
 
@@ -221,13 +242,15 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
                 "price_source": price.source or None,
                 "price_date": price.date_label if price.source else None, "price_note": price.note or None,
                 "usd_per_1m": usd_per_million(usd_h, figures["throughput"]),
+                "usd_per_1m_tokens": usd_per_million(usd_h, figures["tokens_per_s"]),
                 "compile_usd": usd_for_seconds(figures["compile_s"], usd_h),
                 "repeat": result.get("repeat"),
                 **benchmark_cost(run, usd_h),
             })
 
     def matches(row: dict[str, Any], base: dict[str, Any]) -> bool:
-        same = row["workload"] == base["workload"] and row["model"] == base["model"]
+        same = row["workload"] == base["workload"] and row["model"] == base["model"] and \
+            row["seq_len"] == base["seq_len"]
         return same and (row["workload"] == "train" or row["batch_size"] == base["batch_size"])
 
     # Each measure (workload, model) has its own baseline: the chosen run where it measured that,
@@ -273,9 +296,10 @@ def _job(doc: dict[str, Any], usable: list[tuple[StoredRun, Price, str]], book: 
 def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str, Any]]:
     grouped: dict[tuple, list[dict[str, Any]]] = {}
     for row in rows:
-        grouped.setdefault((row["label"], row["workload"], row["model"], row["batch_size"]), []).append(row)
+        grouped.setdefault((row["label"], row["workload"], row["model"], row["batch_size"], row["seq_len"]),
+                           []).append(row)
     groups = []
-    for (label, workload, model, batch), members in grouped.items():
+    for (label, workload, model, batch, seq_len), members in grouped.items():
         values = [r["throughput"] for r in members if r["throughput"] is not None]
         usd_h = members[0]["usd_per_hour"]
         median = _median(values)
@@ -283,11 +307,16 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
         to_wpd = work_per_dollar(1.0, usd_h)
         p99s = [r["latency_p99_ms"] for r in members if r["latency_p99_ms"] is not None]
         compiles = [r["compile_s"] for r in members if r["compile_s"] is not None]
+        tokens = _median([r["tokens_per_s"] for r in members if r["tokens_per_s"] is not None])
+        checked = [r["check_agrees"] for r in members if r["check_agrees"] is not None]
         groups.append({
             "label": label, "host": members[0]["host"], "instance_type": members[0]["instance_type"],
-            "workload": workload, "model": model, "batch_size": batch, "unit": members[0]["unit"],
+            "workload": workload, "model": model, "batch_size": batch, "seq_len": seq_len, "unit": members[0]["unit"],
             "run_ids": [r["run_id"] for r in members], "n": len(values),
             "throughput": median, "ci95": ci,
+            "tokens_per_s": tokens, "usd_per_1m_tokens": usd_per_million(usd_h, tokens),
+            # One wrong answer among the repeats marks the group: a compiler that is sometimes wrong is wrong.
+            "check_agrees": all(checked) if checked else None,
             "usd_per_hour": usd_h, "price_source": members[0]["price_source"], "price_date": members[0]["price_date"],
             "price_note": members[0]["price_note"],
             "usd_per_1m": usd_per_million(usd_h, median),
@@ -308,7 +337,7 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
         })
 
     def same_measure(a: dict[str, Any], b: dict[str, Any]) -> bool:
-        same = a["workload"] == b["workload"] and a["model"] == b["model"]
+        same = a["workload"] == b["workload"] and a["model"] == b["model"] and a["seq_len"] == b["seq_len"]
         return same and (a["workload"] == "train" or a["batch_size"] == b["batch_size"])
 
     for group in groups:
@@ -329,8 +358,8 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
             if other is not group and other["label"] != group["label"] and same_measure(group, other)
             and group["ci95"] is not None and other["ci95"] is not None
             and intervals_overlap(group["ci95"], other["ci95"]))
-    groups.sort(key=lambda g: (g["workload"] or "", g["model"], g["batch_size"] or 0, not g["is_baseline"],
-                               g["label"]))
+    groups.sort(key=lambda g: (g["workload"] or "", g["model"], g["batch_size"] or 0, g["seq_len"] or 0,
+                               not g["is_baseline"], g["label"]))
     return groups
 
 

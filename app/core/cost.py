@@ -160,7 +160,8 @@ def cost_block(result: dict[str, Any], price: Price, instance_type_from: str) ->
     """The Result's ``cost`` block for one price: per-hour price, its source and date, and per-1M costs.
 
     Training gets ``usd_per_1m_samples`` and the compile time's cost; inference gets one
-    ``usd_per_1m_inferences`` row per batch size (with that batch's compile cost).
+    ``usd_per_1m_inferences`` row per batch size and sequence length (with its compile cost).
+    Text models add ``usd_per_1m_tokens`` beside them.
     """
     # A multi-node run pays for every machine it spans.
     nodes = int((result.get("train") or {}).get("nodes") or 1)
@@ -176,11 +177,14 @@ def cost_block(result: dict[str, Any], price: Price, instance_type_from: str) ->
         train = result.get("train") or {}
         compile_s = (train.get("compile") or {}).get("seconds")
         block["usd_per_1m_samples"] = usd_per_million(usd_h, train.get("throughput_samples_per_s"))
+        if train.get("throughput_tokens_per_s"):
+            block["usd_per_1m_tokens"] = usd_per_million(usd_h, train.get("throughput_tokens_per_s"))
         block["compile"] = {"seconds": compile_s, "usd": usd_for_seconds(compile_s, usd_h)}
     else:
         block["usd_per_1m_inferences"] = [
-            {"batch_size": row.get("batch_size"),
+            {"batch_size": row.get("batch_size"), "seq_len": row.get("seq_len"),
              "usd_per_1m": usd_per_million(usd_h, row.get("throughput_per_s")),
+             "usd_per_1m_tokens": usd_per_million(usd_h, row.get("tokens_per_s")),
              "compile_usd": usd_for_seconds(row.get("compile_s"), usd_h)}
             for row in result.get("infer") or []]
     return block
