@@ -138,8 +138,10 @@ def install_offer(setup: RemoteSetup, host: str, library: str, wheels_dir: Path)
         choices = ((FROM_PYPI,) if setup.pip else ()) + ((FROM_WHEEL,) if carried_wheel(wheels_dir) else ())
         if not choices:
             return _pip_problem(setup) or "this app carries no timm wheel"
-        what = (f"timm{' ' + version if version else ''} goes into {site}, for the agent only: pip-installed from "
-                f"PyPI (the host needs internet) or unpacked from the wheel this app carries (no internet needed)")
+        ways = [way for choice, way in ((FROM_PYPI, "pip-installed from PyPI (the host needs internet)"),
+                                        (FROM_WHEEL, "unpacked from the wheel this app carries (no internet needed)"))
+                if choice in choices]
+        what = f"timm{' ' + version if version else ''} goes into {site}, for the agent only: {' or '.join(ways)}"
         return InstallOffer(host, setup.python, library, choices, USED_BY[library], what)
     if library == "torchvision" and not setup.torch:
         return (f"torch is missing there, and torchvision must be the build made for the host's torch: install "

@@ -9,6 +9,8 @@ as a host behind a local mirror would set them): nothing reaches the network.
 """
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -21,8 +23,12 @@ def _shared_site() -> Path:
     return Path(metadata.distribution("torch").locate_file(""))
 
 
-def python_without(root: Path, hidden: tuple[str, ...]) -> Path:
-    """A venv in ``root`` seeing every installed package but the distributions (and modules) named in ``hidden``."""
+def python_without(root: Path, hidden: tuple[str, ...], older: dict[str, str] | None = None) -> Path:
+    """A venv in ``root`` seeing every installed package but the distributions (and modules) named in ``hidden``.
+
+    ``older`` (distribution -> version): those look installed in that version to pip and importlib.metadata
+    (their dist-info is copied under the older name and version), as on a host that installed them long ago.
+    """
     base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
     subprocess.run([str(base), "-m", "venv", "--without-pip", str(root / "venv")], check=True)
     farm = root / "site-packages"
@@ -32,6 +38,13 @@ def python_without(root: Path, hidden: tuple[str, ...]) -> Path:
         if stem in hidden or entry.suffix == ".pth":
             continue
         (farm / entry.name).symlink_to(entry)
+    for name, version in (older or {}).items():
+        current = next(farm.glob(f"{name}-*.dist-info"))
+        aged = farm / f"{name}-{version}.dist-info"
+        shutil.copytree(current.resolve(), aged)
+        current.unlink()
+        meta = aged / "METADATA"
+        meta.write_text(re.sub(r"(?m)^Version: .*$", f"Version: {version}", meta.read_text(), count=1))
     purelib = next((root / "venv" / "lib").glob("python*/site-packages"))
     (purelib / "_test_shared.pth").write_text(f"{farm}\n")
     return root / "venv" / "bin" / "python"

@@ -14,13 +14,14 @@ import pytest
 
 from app.core.errors import DeployError
 from app.paths import AppPaths
+from app.services.session import RunSession
 from app.services.ssh_prompts import FROM_PYPI, NoPrompts
 from app.services.ssh_transport import SshTransport
 from remote_agent.protocol import RunSpec
 from tests.e2e.conftest import add_host, remote_profile, remote_runs_dir
 from tests.e2e.host_python import decoy_wheel, python_without, wheel_from_installed
 from tests.e2e.sshd import make_server
-from tests.helpers import tiny_model_flags
+from tests.helpers import TINY_ARGS, TINY_MODEL
 
 HF_MODEL = "hf:prajjwal1/bert-tiny"
 
@@ -47,6 +48,7 @@ def index(tmp_path_factory) -> Path:
     """The host's package index: the transformers this app has, and torchvision with a newer decoy beside it."""
     folder = tmp_path_factory.mktemp("index")
     wheel_from_installed("transformers", folder)
+    wheel_from_installed("huggingface_hub", folder)
     wheel_from_installed("torchvision", folder)
     decoy_wheel(folder, "torchvision", "0.99.0", "torch==2.99.0")  # newest, but made for another torch
     return folder
@@ -79,6 +81,7 @@ def test_an_hf_run_offers_transformers_alone_and_declining_is_one_sentence(host,
     assert not remote_runs_dir(host).exists()  # nothing started on the host
 
 
+@pytest.mark.slow
 def test_the_cli_run_fails_in_one_sentence_and_a_timm_run_on_that_host_asks_nothing(host, data_dir, run_cli,
                                                                                       ssh_env, no_transformers):
     add_host(data_dir, remote_profile(host, python=str(no_transformers)))
@@ -90,10 +93,14 @@ def test_the_cli_run_fails_in_one_sentence_and_a_timm_run_on_that_host_asks_noth
     last = out.stderr.strip().splitlines()[-1]
     assert "transformers" in last and "--install transformers" in last, out.stderr
 
-    out = run_cli("run", "--host", "box", "--workload", "infer", *tiny_model_flags(), "--backend", "cpu",
-                  "--batch-size", "1", "--duration", "0.1", "--min-iters", "5", "--warmup", "1", "--json", env=ssh_env)
-    assert out.code == 0, out.stderr
-    assert out.json()[0]["status"] == "ok" and "transformers" not in out.stderr
+    prompts = Recorder()
+    ssh = SshTransport(remote_profile(host, python=str(no_transformers)), AppPaths.resolve(data_dir), prompts)
+    spec = RunSpec(workload="infer", model=TINY_MODEL, model_args={k: int(v) for k, v in
+                                                                   (a.split("=") for a in TINY_ARGS)},
+                   backend="cpu", batch_sizes=(1,), duration=0.1, min_iters=5, warmup=1)
+    result = RunSession(ssh, spec).run()
+    ssh.close()
+    assert result["status"] == "ok" and prompts.offers == []  # a timm run does not need transformers
 
 
 def test_hosts_test_install_transformers_installs_it_for_the_agent_and_the_probe_reports_it(
@@ -131,3 +138,18 @@ def test_torchvision_is_the_release_made_for_the_hosts_torch(host, data_dir, tmp
                             "torchvision; print(torchvision.__version__, torch.__version__)"],
                            capture_output=True, text=True)
     assert check.stdout.split()[0].startswith("0.24.0"), check.stderr
+
+
+def test_a_package_the_host_has_too_old_is_named_in_one_sentence_and_nothing_is_installed(host, data_dir, tmp_path):
+    python = python_without(tmp_path / "host-python", ("transformers",), older={"huggingface_hub": "0.16.4"})
+    prompts = Recorder({"transformers": FROM_PYPI})
+    ssh = SshTransport(remote_profile(host, python=str(python)), AppPaths.resolve(data_dir), prompts)
+    with pytest.raises(DeployError) as caught:
+        ssh.setup(libraries=("transformers",))
+    ssh.close()
+    assert str(caught.value) == (
+        f"transformers needs huggingface_hub 0.36.2 but {python} on box has huggingface_hub 0.16.4, which would come "
+        f"first for the agent and which NeuronBench does not replace: upgrade it there (`{python} -m pip install "
+        f"'huggingface_hub==0.36.2'`) and try again")
+    site = host.home / ".cache" / "neuronbench" / "site"
+    assert not site.exists() or not any(site.iterdir())
