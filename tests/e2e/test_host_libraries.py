@@ -153,3 +153,20 @@ def test_a_package_the_host_has_too_old_is_named_in_one_sentence_and_nothing_is_
         f"'huggingface_hub==0.36.2'`) and try again")
     site = host.home / ".cache" / "neuronbench" / "site"
     assert not site.exists() or not any(site.iterdir())
+
+
+def test_accepted_on_a_host_that_cannot_reach_an_index_is_one_sentence(tmp_path, ssh_client, data_dir,
+                                                                        no_transformers):
+    offline = make_server(tmp_path / "offline", ssh_client.key,
+                          env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "nothing")}).start()
+    try:
+        ssh = SshTransport(remote_profile(offline, python=str(no_transformers)), AppPaths.resolve(data_dir),
+                           Recorder({"transformers": FROM_PYPI}))
+        with pytest.raises(DeployError) as caught:
+            ssh.start(["run", "--run-id", "20260101-000000-abcdef"], stdin=hf_request())
+        ssh.close()
+    finally:
+        offline.stop()
+    message = str(caught.value)
+    assert message.startswith("pip on box found no way to install transformers: ") and "\n" not in message
+    assert "transformers==4.56.2" in message and message.endswith("(it needs to reach PyPI from there)")
