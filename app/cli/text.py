@@ -26,7 +26,7 @@ def format_env(host: str, env: dict[str, Any]) -> str:
         f"  memory     {_num(mem / GIB if mem else None, '.1f')} GiB",
         f"  python     {python.get('version')} at {python.get('executable')}",
     ]
-    for key in ("torch", "torchvision", "timm", "torch_xla", "torch_neuronx", "neuronx_cc"):
+    for key in ("torch", "torchvision", "timm", "transformers", "torch_xla", "torch_neuronx", "neuronx_cc"):
         lines.append(f"  {key:<10} {env.get(key) or 'N/A'}")
     for device in env.get("devices") or []:
         if device.get("kind") == "neuron":
