@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from app.core.model_text import where_text
 from app.core.progress import ProgressTracker
 from app.ui.models.ring import Ring
 from app.ui.models.sweep import Sweep
@@ -43,6 +44,7 @@ class PhaseSpan:
     start: float
     end: float | None = None
     batch_size: int | None = None
+    seq_len: int | None = None  # a text model's sweep: one artefact per batch size and length
 
 
 @dataclass
@@ -188,7 +190,7 @@ class LiveRunState:
         name, t, size = event["name"], self._rel(event["t"]), event.get("batch_size")
         if event["state"] == "start":
             if name in BAND_PHASES:
-                self.phases.append(PhaseSpan(name, t, None, size))
+                self.phases.append(PhaseSpan(name, t, None, size, event.get("seq_len")))
             if name == "measure":
                 self._last_latency_t = None  # a new batch size: its first window starts here
                 if len(self.latency):  # and its curves start afresh: a gap, not a line from the last size
@@ -196,10 +198,12 @@ class LiveRunState:
                     self.infer_throughput.append(t, None)
             label = {"warmup": "warming up", "measure": "measuring", "compile": "compiling",
                      "setup": "setting up", "teardown": "finishing"}.get(name, name)
-            self.activity = label + (f" (batch {size})" if size is not None else "")
+            self.activity = label + (f" ({where_text(size, event.get('seq_len'))})" if size is not None else "")
             return
         for span in reversed(self.phases):
-            if span.name == name and span.end is None and span.batch_size == size:
+            # A length left to the model's default is named from setup's end on: a span without one matches.
+            if span.name == name and span.end is None and span.batch_size == size and \
+                    span.seq_len in (None, event.get("seq_len")):
                 span.end = t
                 break
         if name == "compile" and "seconds" in event:

@@ -62,6 +62,12 @@ class Sweep:
 
     def row(self, batch_size: int, seq_len: int | None) -> SweepRow:
         key = (int(batch_size), None if seq_len is None else int(seq_len))
+        unnamed = (key[0], None)
+        if key not in self.rows and key[1] is not None and unnamed in self.rows:
+            # A length left to the model's default is first named at the end of setup: the row started
+            # without it takes it (a dict keeps its order only if rebuilt).
+            self.rows = {(key if k == unnamed else k): row for k, row in self.rows.items()}
+            self.rows[key].seq_len = key[1]
         if key not in self.rows:
             self.rows[key] = SweepRow(*key)
         return self.rows[key]

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QCompleter,
     QFileDialog,
-    QHBoxLayout,
+    QGridLayout,
     QLineEdit,
     QMenu,
     QToolButton,
@@ -72,16 +72,21 @@ class ModelField(QWidget):
         self.name.setCompleter(completer)
         self.browse = QToolButton()
         self.browse.setText("Browse…")
+        # Room for the menu arrow Hugging Face's chooser adds (its size hint leaves none).
+        self.browse.setMinimumWidth(self.browse.fontMetrics().horizontalAdvance("Browse…") + 30)
         self._hf_menu = QMenu(self)
         self._hf_menu.addAction("A folder with config.json…", lambda: self.choose_file(folder=True))
         self._hf_menu.addAction("A config.json…", lambda: self.choose_file(folder=False))
         self.dialog: QFileDialog | None = None  # the open file chooser (tests answer it)
-        layout = QHBoxLayout(self)
+        # The source and the chooser above, the name under them at the form's full width: a path or a
+        # long timm name needs the room more than the picker does.
+        layout = QGridLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
-        layout.addWidget(self.source)
-        layout.addWidget(self.name, 1)
-        layout.addWidget(self.browse)
+        layout.addWidget(self.source, 0, 0)
+        layout.addWidget(self.browse, 0, 1)
+        layout.addWidget(self.name, 1, 0, 1, 2)
+        layout.setColumnStretch(0, 1)
         self.setFocusProxy(self.name)
 
         self._names: dict[str, list[str]] = {source: [] for source in SOURCES}

@@ -146,7 +146,9 @@ class ModelInputs:
         """Restore what ``form_values`` gave; missing keys (an older saved form) keep their value."""
         if isinstance(values.get("model"), str):
             self.model.setText(values["model"])
-            self.model.setCursorPosition(0)  # show the start
+            # A name shows its start; a path its end, where the file's own name is.
+            path = self.model.current_source() in ("hf", "file")
+            self.model.setCursorPosition(len(self.model.name.text()) if path else 0)
         if values.get("task") in [self.task.itemData(i) for i in range(self.task.count())]:
             self.task.setCurrentIndex(self.task.findData(values["task"]))
         if isinstance(values.get("seq_lens"), str):

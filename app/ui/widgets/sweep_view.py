@@ -55,7 +55,7 @@ class SweepTable(QTableWidget):
         for index, row in enumerate(sweep.rows.values()):
             check, tip = check_cell(row, self.checking)
             cells = [str(row.batch_size), *([str(row.seq_len or "")] if text else []), row.state,
-                     _num(row.compile_s, ".2f"), str(row.requests), _num(row.p50_ms, ".2f"), _num(row.p90_ms, ".2f"),
+                     _num(row.compile_s, ".2f"), f"{row.requests:,}", _num(row.p50_ms, ".2f"), _num(row.p90_ms, ".2f"),
                      _num(row.p99_ms, ".2f"), _num(row.samples_per_s, ",.1f"),
                      *([_num(row.tokens_per_s, ",.0f")] if text else []), check]
             for column, value in enumerate(cells):
@@ -64,7 +64,7 @@ class SweepTable(QTableWidget):
                     item = QTableWidgetItem()
                     self.setItem(index, column, item)
                 item.setText(value)
-                item.setTextAlignment(int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter))
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 item.setToolTip(row.problem or tip if column == len(cells) - 1 else (row.problem or ""))
                 item.setForeground(error if row.problem else self.palette().text())
 
