@@ -14,6 +14,7 @@ from PySide6.QtGui import QPalette
 from app.cli import build_parser
 from app.cli.run_cmd import spec_from_args
 from app.ui import theme
+from remote_agent.protocol import RunSpec
 from tests.conftest import DATA
 from tests.ui.conftest import open_settings
 
@@ -128,10 +129,11 @@ def test_a_pasted_reference_picks_its_source_and_each_source_keeps_its_own_name(
     assert form.model.text() == "vit_tiny_patch16_224"  # the quick-start preset's, as it was
     form.model.source.setCurrentIndex(form.model.source.findData("torchvision"))
     assert form.model.text() == "torchvision:resnet18"
-    assert "'tokens_per_sample'" not in form.model.name.toolTip()
+    assert "def build(" not in form.model.name.toolTip()
     form.model.source.setCurrentIndex(form.model.source.findData("file"))
-    assert "def build(batch_size, **model_args)" in form.model.name.toolTip()  # the file contract
-    assert "'tokens_per_sample'" in form.model.name.toolTip() and "--model" in form.model.name.toolTip()
+    tip = form.model.name.toolTip()
+    assert "def build(batch_size, **model_args)" in tip and "'tokens_per_sample': optional" in tip  # the contract
+    assert RunSpec.field_help()["model"]["help"] in tip and "(CLI: --model)" in tip  # the spec's own help
 
 
 def test_the_model_rows_survive_a_restart(make_window, settings_file):

@@ -24,6 +24,7 @@ class LatencyChart:
     def __init__(self, plot: pg.PlotItem, pal: QPalette) -> None:
         self.plot, self.pal = plot, pal
         self.curves: dict[Key, tuple[pg.PlotDataItem, pg.PlotDataItem]] = {}
+        self._drawn: dict[Key, tuple[int, float]] = {}  # per series: its windows and the last one's time
         self._title_for: tuple = ()
         set_title(plot, TITLE, pal)
 
@@ -44,8 +45,13 @@ class LatencyChart:
         for row in sweep.rows.values():
             p50, p99 = self._curves(row.key)
             mask = (latency[:, 1] == row.batch_size) & (latency[:, 5] == (row.seq_len or 0))
-            p50.setData(latency[mask, 0], latency[mask, 2])
-            p99.setData(latency[mask, 0], latency[mask, 4])
+            times = latency[mask, 0]
+            drawn = (len(times), float(times[-1]) if len(times) else 0.0)
+            if self._drawn.get(row.key) == drawn:
+                continue  # a sweep's finished artefacts do not change: only the one measuring is redrawn
+            self._drawn[row.key] = drawn
+            p50.setData(times, latency[mask, 2])
+            p99.setData(times, latency[mask, 4])
         set_range(self.plot, "y", nice_ceiling(float(np.nanmax(latency[:, 4], initial=0.0)) * 1.1))
         self._title(list(sweep.rows.values()))
 

@@ -39,8 +39,10 @@ class SweepTable(QTableWidget):
         self.verticalHeader().hide()
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self._shown = -1
+        self._sweep: Sweep | None = None
 
     def update_from(self, sweep: Sweep) -> None:
+        self._sweep = sweep
         if sweep.version == self._shown:
             return
         self._shown = sweep.version
@@ -67,6 +69,12 @@ class SweepTable(QTableWidget):
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 item.setToolTip(row.problem or tip if column == len(cells) - 1 else (row.problem or ""))
                 item.setForeground(error if row.problem else self.palette().text())
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange and self._sweep is not None:
+            self._shown = -1  # the rows' colours follow the palette (light or dark)
+            self.update_from(self._sweep)
 
     def cell_text(self, row: int, column: str) -> str:
         """The text of ``column`` (a header) in ``row`` (tests)."""
