@@ -101,6 +101,12 @@ def test_a_missing_file_or_a_folder_without_config_is_refused_in_the_engines_wor
     qtbot.keyClick(form.model.name, Qt.Key.Key_End)
     form.model_args.setText("hidden=8")
     assert form.valid and window.run_button.isEnabled()
+    big = tmp_path / "weights_inside.py"
+    big.write_text("W = [" + "0.0, " * 120_000 + "]\n")  # 600 KiB: a file that carries weights, not a definition
+    form.model.name.setText(str(big))
+    assert form.message.text() == (f"model file {str(big)!r} is {big.stat().st_size // 1024} KiB, over the 512 KiB a "
+                                   "model file may have: a model file defines the model, its weights are random")
+    assert not window.run_button.isEnabled()
 
     form.model.source.setCurrentIndex(form.model.source.findData("hf"))
     form.model.name.setText(str(tmp_path))
@@ -161,3 +167,14 @@ def test_the_file_chooser_fills_the_field(make_window, qtbot):
     dialog.reject()
     qtbot.waitUntil(lambda: form.model.dialog is None)
     assert form.model.text() == f"file:{MODELS / 'branchy.py'}" and form.valid
+
+
+def test_run_reads_the_file_as_it_is_when_run_is_pressed(make_window, tmp_path):
+    form = make_window().workload
+    mine = tmp_path / "tower.py"
+    shutil.copy(MODELS / "two_tower.py", mine)
+    pick(form, "file", str(mine))
+    assert form.valid
+    edited = mine.read_text().replace("hidden=32", "hidden=64")  # same size: only the content tells them apart
+    mine.write_text(edited)
+    assert form.spec_to_run().model_file["text"] == edited
