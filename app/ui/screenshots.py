@@ -48,6 +48,7 @@ from app.ui.bridge import Bridge, RunJob
 from app.ui.dialogs.launch_confirm import launch_question
 from app.ui.dialogs.ssh_questions import HostKeyDialog, changed_host_key_box
 from app.ui.main_window import MainWindow
+from app.ui.screenshot_models import ModelShots
 from app.ui.settings import AppSettings
 from app.ui.views.compare_view import CompareView
 from app.ui.views.history_view import HistoryView
@@ -142,8 +143,8 @@ def dark_palette() -> QPalette:
     return pal
 
 
-class Shots:
-    """The views to render, in order; each method makes one PNG."""
+class Shots(ModelShots):
+    """The views to render, in order; each method makes one PNG (issue 14's in app/ui/screenshot_models.py)."""
 
     def __init__(self, out: Path, paths: AppPaths) -> None:
         self.out, self.paths = out, paths
