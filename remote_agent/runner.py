@@ -143,7 +143,7 @@ def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
     # from seq 2).  The pid file too: an ``attach`` after a dropped connection sees a live run at once.
     try:
         log = EventLog.open(run_dir.events)
-        emit_hello(log, run_id, proc.pid, spec.to_dict())
+        emit_hello(log, run_id, proc.pid, spec.to_event_dict())
         log.close()
         write_pid_file(run_dir, proc.pid)
     except OSError as exc:
