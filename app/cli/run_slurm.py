@@ -56,7 +56,7 @@ def follow_with_interrupt(slurm: SlurmRun, say: Callable[[str], None]) -> dict[s
 def run_slurm(args: argparse.Namespace, spec: RunSpec, paths: AppPaths, prompts: SshPrompts, profile: HostProfile,
               events_file: Callable[[dict[str, Any]], None], warn: Callable[[str], None]) -> list[dict[str, Any]]:
     assert profile.slurm is not None
-    spec = slurm_spec(spec, profile, args.nnodes)
+    spec = slurm_spec(spec, profile.name, profile.instance_type, args.nnodes)
     transport = transport_for_profile(profile, paths, prompts)
     store, book = open_recording(paths, warn)
     try:
