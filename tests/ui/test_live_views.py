@@ -1,6 +1,7 @@
 """Live views fed through the real session layer (EventStream over a replayed agent), as a user sees them."""
 from __future__ import annotations
 
+import json
 import threading
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 
 from app.core.hosts import HostProfile
 from app.ui.widgets.runs_area import columns_for
-from tests.ui.conftest import recorded, replay_transport
+from tests.ui.conftest import RUNS, recorded, replay_transport
 
 SAMPLES = recorded("samples-trn1-2xlarge.jsonl")
 
@@ -177,3 +178,24 @@ def test_the_phase_band_shows_each_phase_over_the_time_axis(make_window, qtbot):
     assert list(band.bars.opts["width"]) == pytest.approx([s.end - s.start for s in spans])
     assert "measure" in band.shown_labels()  # the long phase is named; short ones are colour only
     assert len(band.shown_labels()) < len(spans)
+
+
+def test_a_trn1_32xlarge_with_one_runtime_per_core_draws_every_core_busy(make_window, qtbot):
+    # The agent's own mapping of the recorded 32-runtime reports (each runtime lists all 32 cores, idle ones
+    # at 0), as the sampler sends them: every core is as busy as the worker that uses it.
+    from remote_agent.monitor.neuron import map_report
+    from remote_agent.monitor.sampler import merge
+
+    reports = (RUNS.parent / "neuron" / "neuron-monitor-trn1-32xlarge.jsonl").read_text().splitlines()[2:]
+    samples = [{"v": 1, "seq": 0, "t": 0.0, "type": "sample",
+                **merge([("neuron-monitor", map_report(json.loads(r)))], 1.0)} for r in reports]
+    provider = ReplayHosts(trn1n=replay_transport(recorded("train-xla-tiny.events.jsonl"), samples))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("trn1n", True)
+    (view,) = run_to_the_end(window, qtbot)
+    last = samples[(view.state.samples_seen - 1) % len(samples)]
+    heights = list(view.util.bars.bars.opts["height"])
+    assert len(heights) == 32 and min(heights) > 70, heights
+    assert heights == pytest.approx([d["util_pct"] for d in last["devices"]])
+    assert view.util.heat.image.shape[1] == 32 and float(np.nanmin(view.util.heat.image)) > 70
+    assert list(view.memory.used.bars.opts["height"]) == pytest.approx([4157997056 / 1024 ** 3] * 32)
