@@ -51,7 +51,7 @@ from app.ui.main_window import MainWindow
 from app.ui.settings import AppSettings
 from app.ui.views.compare_view import CompareView
 from app.ui.views.history_view import HistoryView
-from remote_agent.protocol import RunSpec
+from remote_agent.protocol import RunSpec, new_run_id
 
 RUNS_DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runs"
 WINDOW_SIZE = (1440, 900)
@@ -113,14 +113,19 @@ def run_from_button(window: MainWindow, timeout: float = 180) -> None:
 
 
 def replay_job(window: MainWindow, events_file: str, title: str, samples: list[dict], loops: int = 1,
-               pace_s: float = 0.0, recorded_times: bool = False):
-    """A view replaying a recorded run; ``recorded_times`` keeps each event's own time (a real run's timeline)."""
+               pace_s: float = 0.0, recorded_times: bool = False, priced_as: HostProfile | None = None):
+    """A view replaying a recorded run; ``recorded_times`` keeps each event's own time (a real run's timeline).
+
+    ``priced_as``: record the replay in the store as a run on that host, priced by its declared instance type.
+    """
     events = read_events(RUNS_DATA / events_file)
     spec = RunSpec.from_dict(next(e for e in events if e["type"] == "result")["result"]["spec"])
     transport = ReplayTransport(lambda: live_stream(events, samples, every=10, loops=loops), title,
                                 pace=lambda e: 0.0 if e.get("type") == "sample" else pace_s,
                                 clock=(lambda: lambda e: e["t"]) if recorded_times else lambda: virtual_clock(10.0))
-    job = window.bridge.start_run(transport, spec)
+    run_id = new_run_id()
+    recorder = window._recorder_for(priced_as, spec, run_id) if priced_as is not None else None
+    job = window.bridge.start_run(transport, spec, run_id=run_id, recorder=recorder)
     view = window.runs.add_run(job, title)
     job.start()
     return view
@@ -253,6 +258,17 @@ class Shots:
                           cpu_host_samples(192, 80), loops=12)
         wait_until(lambda: view.state.finished, 60, "the 192-vCPU replay")
         self.save(window, "22-live-cpu-192vcpu.png")
+
+    def shot_24_live_trn1_32xlarge(self) -> None:
+        """A trn1.32xlarge training with one Neuron runtime per NeuronCore (32), replayed with the agent's mapping
+        of a generated 32-runtime neuron-monitor report; recorded as a run priced as trn1.32xlarge, finished."""
+        window = self.window(probe_hosts=False, load_models=False)
+        host = HostProfile(name="trn1n-replay", hostname="trn1n.example", instance_type="trn1.32xlarge",
+                           region="us-east-1")
+        view = replay_job(window, "train-xla-tiny.events.jsonl", "replay: trn1.32xlarge, 32 runtimes",
+                          read_events(RUNS_DATA / "samples-trn1-32xlarge.jsonl"), loops=4, priced_as=host)
+        wait_until(lambda: view.done, 60, "the trn1.32xlarge replay")
+        self.save(window, "24-live-trn1-32xlarge-finished.png")
 
     def stored_runs(self) -> list[str]:
         """Three real tiny runs recorded in the store (once), priced as trn1.2xlarge and inf2.xlarge hosts."""

@@ -1,12 +1,15 @@
 """Builds neuron-monitor-trn1-32xlarge.jsonl from the recorded trn1.2xlarge reports (see README.md).
 
-    python tests/data/neuron/make_trn1_32xlarge.py
+    .venv/bin/python tests/data/neuron/make_trn1_32xlarge.py
 
 The shape is that of a trn1.32xlarge (16 devices x 2 NeuronCores) running a 32-worker torchrun job:
 32 runtimes, one per NeuronCore, and every runtime lists *every* core of the host under both
 ``neuroncores_in_use`` and ``neuroncore_memory_usage``, the 31 it does not use at zero.  The
 figures of runtime k come from one of the two workers of neuron-monitor-trn1-2xlarge.jsonl (worker
 k % 2, on a line chosen by k), moved to core k.  Deterministic: the same input gives the same file.
+
+It also writes ../runs/samples-trn1-32xlarge.jsonl: the steady reports as the agent's sampler sends
+them (its own ``map_report`` and ``merge``), for the screenshots, which may not import the agent.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "neuron-monitor-trn1-2xlarge.jsonl"
 TARGET = HERE / "neuron-monitor-trn1-32xlarge.jsonl"
+SAMPLES = HERE.parent / "runs" / "samples-trn1-32xlarge.jsonl"
 DEVICES, CORES_PER_DEVICE = 16, 2
 CORES = DEVICES * CORES_PER_DEVICE
 VCPUS = 128
@@ -92,9 +96,29 @@ def build(lines: list) -> list:
     return records
 
 
+def samples(records: list) -> list:
+    """The steady reports as ``sample`` events, mapped by the agent's own code (seq and t are re-stamped on replay)."""
+    import sys
+
+    sys.path.insert(0, str(HERE.parents[2]))
+    from remote_agent.monitor.neuron import map_report
+    from remote_agent.monitor.sampler import merge
+
+    out = []
+    for seq, record in enumerate(records[2:], 1):
+        reading = map_report(record)
+        for row in reading["processes"]:
+            row["command"] = None  # the agent reads it from /proc/PID/cmdline; these processes never ran
+        out.append({"v": 1, "seq": seq, "t": 1795326001.0 + seq, "type": "sample",
+                    **merge([("neuron-monitor", reading)], 1.0)})
+    return out
+
+
 def main() -> None:
     lines = [json.loads(line) for line in SOURCE.read_text().splitlines() if line.strip()]
-    TARGET.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in build(lines)))
+    records = build(lines)
+    TARGET.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+    SAMPLES.write_text("".join(json.dumps(s, separators=(",", ":")) + "\n" for s in samples(records)))
 
 
 if __name__ == "__main__":
