@@ -8,14 +8,17 @@ asks two cheap questions, from a worker thread:
 1. SQLite's own change counter, ``PRAGMA data_version`` on a connection kept open:
    it moves only when another connection (a CLI process, the app's recorder)
    committed.  Most looks end here, without touching a table.
-2. When it moved: a signature of what the history shows of each run (how many runs,
-   the newest, how many are running, the last time a finished run changed, how many
-   have a probe, a Result, a declared type).  A running run's events change none of
-   these, so a live run does not reload the history every few seconds; its start,
-   its probe and its end do.
+2. When it moved: a signature of what the history shows of the runs (how many, the
+   newest, how many are running, the last time a finished run changed, how many have
+   a probe or a declared type).  A running run's events change none of these, so a
+   live run does not reload the history every few seconds; its start, its probe and
+   its end do (a run's end changes its status; a declared type its ``updated_at``).
 
-Its rows' column values are read from the row headers and short leading columns;
-the large JSON columns are only tested for NULL.
+The signature reads short columns and tests two JSON columns for NULL; it leaves the
+Results alone (testing ``result_json`` reads every Result: 28 ms for 2,000 runs
+instead of 4).  On 2,000 stored runs: a look with no commit 0.005 ms, with one 2 ms,
+against 400-600 ms for the full read a change costs (measured on the loaded 2-vCPU
+development VM, Results padded to 15 KB).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ Signature = tuple
 SIGNATURE_SQL = (
     "SELECT COUNT(*), MAX(created_at), TOTAL(status = 'running'), "
     "MAX(CASE WHEN status <> 'running' THEN updated_at END), "
-    "COUNT(env_json), COUNT(result_json), COUNT(declared_json) FROM runs"
+    "COUNT(env_json), COUNT(declared_json) FROM runs"
 )
 BUSY_TIMEOUT_MS = 2_000
 

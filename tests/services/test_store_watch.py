@@ -58,10 +58,12 @@ def test_a_run_recorded_elsewhere_is_seen_at_its_start_probe_and_end_but_not_at_
     assert not seen(watch)
 
 
-def test_a_deleted_run_is_seen(store, watch):
+def test_a_declared_type_and_a_deleted_run_are_seen(store, watch):
     store.begin_run("20261124-100000-bbbbbb", "local", SPEC)
     store.finish_run("20261124-100000-bbbbbb", {"status": "failed", "run_id": "20261124-100000-bbbbbb"})
     assert seen(watch)
+    store.declare_instance("20261124-100000-bbbbbb", {"instance_type": "trn1.2xlarge"}, None)
+    assert seen(watch)  # priced after the fact: its instance type and cost change in the table
     store.delete_run("20261124-100000-bbbbbb")
     assert seen(watch)
 
