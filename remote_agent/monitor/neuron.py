@@ -260,7 +260,7 @@ def _merge_core(entry: Dict[str, Any], path: str, figures: List[Tuple[_Runtime, 
     """A core's figures from the runtimes that use it: their sum (utilisation at most 100 %).
 
     One runtime per core is the rule (NeuronCores are exclusive per process); should two report
-    activity on one core, each has its share of it.  A figure one of them lacks is unknown.
+    activity on one core, their figures add up.  A figure one of them lacks is unknown.
     """
     for key in ("util_pct", "flops", "mem_used"):
         lacking = [rt for rt, values in figures if values[key] is None]
