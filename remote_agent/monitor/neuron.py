@@ -59,6 +59,8 @@ def _int(value: Any) -> Optional[int]:
 
 def _core_index(key: Any) -> Optional[int]:
     """Core keys are strings ("0", "1", ...): global NeuronCore indices."""
+    if type(key) is str and key.isdigit():  # the usual key, first: 2,048 of them a trn1.32xlarge report
+        return int(key)
     if isinstance(key, int) and not isinstance(key, bool):
         return key
     if isinstance(key, str) and key.strip().isdigit():
@@ -88,7 +90,8 @@ def _any_positive(values: Optional[Dict[str, Any]], keys: Tuple[str, ...]) -> bo
         return False
     for key in keys:
         value = values.get(key)
-        if type(value) in (int, float) and value > 0:  # not bool, which is an int too
+        # 0 (an idle core's every figure) is out at the first test; bool is an int, but not a figure.
+        if value and type(value) in (int, float) and value > 0:
             return True
     return False
 
