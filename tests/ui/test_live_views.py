@@ -253,3 +253,13 @@ def test_an_unpriced_finished_run_shows_no_cost_rather_than_a_zero(make_window, 
     (view,) = run_to_the_end(window, qtbot)
     text = view.figures.text()
     assert "steps measured" in text and "step time median <b>" in text and "$" not in text
+
+
+def test_a_run_that_failed_before_measuring_says_so_on_its_status_line(make_window, qtbot):
+    provider = ReplayHosts(h100=replay_transport(recorded("h100-train-nproc2-on-1-gpu-failed.events.jsonl")))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("h100", True)
+    (view,) = run_to_the_end(window, qtbot)
+    text = view.figures.text()
+    assert text == "no figures: the run failed (setup failed: AcceleratorError: CUDA error: invalid device ordinal)"
+    assert "step time" not in text and "throughput" not in text

@@ -67,5 +67,6 @@ def result_line(result: dict[str, Any]) -> str:
     parts = result_parts(result)
     if parts:
         return " · ".join(parts)
-    message = (result.get("error") or {}).get("message")
-    return f"no figures: the run {result.get('status', 'ended')}" + (f" ({html.escape(message)})" if message else "")
+    message = str((result.get("error") or {}).get("message") or "").strip()
+    first = message.splitlines()[0] if message else ""  # the whole sentence and its evidence are in the error panel
+    return f"no figures: the run {result.get('status', 'ended')}" + (f" ({html.escape(first)})" if first else "")
