@@ -259,7 +259,7 @@ class Shots:
         wait_until(lambda: view.state.finished, 60, "the 192-vCPU replay")
         self.save(window, "22-live-cpu-192vcpu.png")
 
-    def shot_24_live_trn1_32xlarge(self) -> None:
+    def shot_27_live_trn1_32xlarge(self) -> None:
         """A trn1.32xlarge training with one Neuron runtime per NeuronCore (32), replayed with the agent's mapping
         of a generated 32-runtime neuron-monitor report; recorded as a run priced as trn1.32xlarge, finished."""
         window = self.window(probe_hosts=False, load_models=False)
@@ -268,7 +268,7 @@ class Shots:
         view = replay_job(window, "train-xla-tiny.events.jsonl", "replay: trn1.32xlarge, 32 runtimes",
                           read_events(RUNS_DATA / "samples-trn1-32xlarge.jsonl"), loops=4, priced_as=host)
         wait_until(lambda: view.done, 60, "the trn1.32xlarge replay")
-        self.save(window, "24-live-trn1-32xlarge-finished.png")
+        self.save(window, "27-live-trn1-32xlarge-finished.png")
 
     def stored_runs(self) -> list[str]:
         """Three real tiny runs recorded in the store (once), priced as trn1.2xlarge and inf2.xlarge hosts."""
