@@ -17,6 +17,8 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, Iterable, Optional, Tuple
 
+from remote_agent.model_ref import MODEL_FILE_MAX_BYTES, TASKS, ModelRefError, parse_model_ref
+
 PROTOCOL_VERSION = 1
 MAX_LINE_BYTES = 1 << 20
 # Long free text (tracebacks, stderr tails) is capped well below the line cap so
@@ -171,8 +173,8 @@ DEFAULT_MODEL = "vit_base_patch16_224"
 TELEMETRY_PERIOD_S = 1.0
 TELEMETRY_MIN_PERIOD_S = 0.2
 TELEMETRY_MAX_PERIOD_S = 60.0
-# timm names (with an optional .pretrained_tag) and hf-hub ids: letters, digits, _ . - / :
-_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/:]{0,199}$")
+MAX_SEQ_LEN = 1 << 20
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _MODEL_ARG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # A DNS name, IPv4 or IPv6 address (no spaces, no shell or URL syntax): torchrun's --master_addr.
 _ADDRESS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:%_\-]{0,252}$")
@@ -197,9 +199,24 @@ class RunSpec:
     workload: str = field(default="train", metadata=_help(
         "train: the seed's ViT training loop; infer: compile once, then time requests", "--workload"))
     model: str = field(default=DEFAULT_MODEL, metadata=_help(
-        "timm model name, e.g. vit_base_patch16_224 (the seed's VisionTransformer())", "--model"))
+        "the model under test: a timm name (vit_base_patch16_224, the seed's ViT), torchvision:NAME, "
+        "hf:HUB_ID or hf:LOCAL_CONFIG_DIR (transformers, random weights from the config), or "
+        "file:PATH.py[:FUNCTION] (your own file: FUNCTION(batch_size, **model_args) returns "
+        "{'model', 'inputs'[, 'loss'][, 'tokens_per_sample']}; a seq_len parameter gets --seq-len)", "--model"))
     model_args: Dict[str, Any] = field(default_factory=dict, metadata=_help(
-        "keyword arguments for timm.create_model, e.g. img_size=32 depth=2", "--model-arg"))
+        "keyword arguments for the model: timm.create_model's (img_size=32 depth=2), torchvision's "
+        "get_model's (num_classes=10), config overrides for hf: (num_hidden_layers=4), or your "
+        "file's function's", "--model-arg"))
+    task: str = field(default="", metadata=_help(
+        "hf: models: base (AutoModel), classification, masked-lm or causal-lm (default base)", "--task"))
+    seq_lens: Tuple[int, ...] = field(default=(), metadata=_help(
+        "sequence length of text models' inputs (default 128, at most the config's maximum); inference "
+        "sweeps every length given, one compile per batch size and length", "--seq-len"))
+    model_file: Optional[Dict[str, Any]] = field(default=None, metadata=_help(
+        "the user's model file or local config as sent to the host: name, sha256 and text"))
+    check: bool = field(default=True, metadata=_help(
+        "compare every compiled model (and the first training loss) with the eager model on CPU in fp32, "
+        "on fresh inputs", "--no-check"))
     backend: str = field(default="auto", metadata=_help(
         "neuron (torch-xla on NeuronCores), xla (any PJRT device), cuda, cpu, or auto: the best present",
         "--backend"))
@@ -239,6 +256,7 @@ class RunSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batch_sizes", tuple(self.batch_sizes))
+        object.__setattr__(self, "seq_lens", tuple(self.seq_lens))
         object.__setattr__(self, "model_args", dict(self.model_args))
         self.validate()
 
@@ -252,8 +270,26 @@ class RunSpec:
 
         need(self.workload in WORKLOADS, "workload",
              "workload must be one of %s, not %r" % (", ".join(WORKLOADS), self.workload))
-        need(isinstance(self.model, str) and bool(_MODEL_NAME.match(self.model)), "model",
-             "model %r is not a timm model name (letters, digits and _ . - / : only)" % (self.model,))
+        try:
+            ref = parse_model_ref(self.model)
+        except ModelRefError as exc:
+            raise SpecError("model", str(exc)) from None
+        need(self.task == "" or self.task in TASKS, "task",
+             "task must be one of %s, not %r" % (", ".join(TASKS), self.task))
+        need(self.task == "" or ref.source == "hf", "task",
+             "task applies to hf: models only (%s builds its own head)" % ref.source)
+        for length in self.seq_lens:
+            need(is_int(length) and 1 <= length <= MAX_SEQ_LEN, "seq_lens",
+                 "sequence length must be a positive integer, not %r" % (length,))
+        need(len(set(self.seq_lens)) == len(self.seq_lens), "seq_lens",
+             "sequence lengths repeat: %s" % ",".join(str(n) for n in self.seq_lens))
+        need(not self.seq_lens or ref.source in ("hf", "file"), "seq_lens",
+             "seq len applies to text models; %s has no sequence length (its inputs are images)" % self.model)
+        if self.workload == "train":
+            need(len(self.seq_lens) <= 1, "seq_lens",
+                 "training takes one sequence length per run, got %s" % ",".join(str(n) for n in self.seq_lens))
+        need(isinstance(self.check, bool), "check", "check must be true or false")
+        _check_model_file(self.model_file, ref.source)
         need(self.backend in BACKENDS, "backend",
              "backend must be one of %s, not %r" % (", ".join(BACKENDS), self.backend))
         need(self.precision in PRECISIONS, "precision",
@@ -311,10 +347,21 @@ class RunSpec:
         """The training batch size (per process)."""
         return self.batch_sizes[0]
 
+    @property
+    def seq_len(self) -> Optional[int]:
+        """The training sequence length (None: the model's default, or a model without one)."""
+        return self.seq_lens[0] if self.seq_lens else None
+
     def to_dict(self) -> Dict[str, Any]:
         data = asdict(self)
         data["batch_sizes"] = list(self.batch_sizes)
+        data["seq_lens"] = list(self.seq_lens)
         return data
+
+    def to_event_dict(self) -> Dict[str, Any]:
+        """The spec as events and Results carry it: a model file's text stays on the host (its name,
+        size and sha256 say which file ran; the app's store keeps the text)."""
+        return strip_model_file_text(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> RunSpec:
@@ -404,6 +451,41 @@ def check_telemetry_period(period: Any, allow_off: bool = False) -> Optional[str
         return "must be between %g and %g seconds%s, not %g" % (
             TELEMETRY_MIN_PERIOD_S, TELEMETRY_MAX_PERIOD_S, " (or 0: off)" if allow_off else "", period)
     return None
+
+
+def _check_model_file(model_file: Any, source: str) -> None:
+    """A model file travels as {name, sha256, text}: the text (<= MODEL_FILE_MAX_BYTES) is what runs."""
+    if model_file is None:
+        if source == "file":
+            raise SpecError("model_file", "a file: model needs its file's text in the spec (model_file)")
+        return
+    if source not in ("file", "hf"):
+        raise SpecError("model_file", "model_file goes with file: and hf: models only")
+    if not isinstance(model_file, dict) or set(model_file) - {"name", "sha256", "text", "bytes"}:
+        raise SpecError("model_file", "model_file must be {name, sha256, text}")
+    name, digest, text = model_file.get("name"), model_file.get("sha256"), model_file.get("text")
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
+        raise SpecError("model_file", "model_file's name must be a plain file name, not %r" % (name,))
+    if not isinstance(digest, str) or not _SHA256.match(digest):
+        raise SpecError("model_file", "model_file's sha256 must be 64 hex digits")
+    if text is not None:
+        if not isinstance(text, str):
+            raise SpecError("model_file", "model_file's text must be a string")
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MODEL_FILE_MAX_BYTES:
+            raise SpecError("model_file", "model file %s is %d KiB, over the %d KiB a model file may have"
+                            % (name, size // 1024, MODEL_FILE_MAX_BYTES // 1024))
+
+
+def strip_model_file_text(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """A spec dict without its model file's text (kept: name, sha256 and the size in bytes)."""
+    model_file = spec.get("model_file")
+    if not isinstance(model_file, dict) or "text" not in model_file:
+        return spec
+    slim = {k: v for k, v in model_file.items() if k != "text"}
+    if isinstance(model_file.get("text"), str):
+        slim["bytes"] = len(model_file["text"].encode("utf-8", "surrogatepass"))
+    return dict(spec, model_file=slim)
 
 
 def _is_json_literal(value: Any) -> bool:

@@ -103,7 +103,7 @@ def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
     # without waiting for a second Python to start (the supervisor waits for this line, then goes on
     # from seq 2).  The pid file too: an ``attach`` after a dropped connection sees a live run at once.
     log = EventLog.open(run_dir.events)
-    emit_hello(log, run_id, proc.pid, spec.to_dict())
+    emit_hello(log, run_id, proc.pid, spec.to_event_dict())
     log.close()
     write_pid_file(run_dir, proc.pid)
     status = follow(run_dir.events, out, 1, alive=lambda: proc.poll() is None)

@@ -88,7 +88,7 @@ def node_main(run_id: str) -> int:
     _write_json(run.node, node.to_dict())
     _write_json(os.path.join(run.path, SLURM_FILE), {"job_id": os.environ.get("SLURM_JOB_ID"), "node": rank})
     log = EventLog.open(run.events)
-    emit_hello(log, run.run_id, os.getpid(), spec.to_dict())
+    emit_hello(log, run.run_id, os.getpid(), spec.to_event_dict())
     log.close()
     write_pid_file(run, os.getpid())
     return Supervisor(run).main()

@@ -43,7 +43,7 @@ def summarize_train(steps: List[Dict[str, Any]], warmup: int, worker: Dict[str, 
         "window": [window[0]["i"], window[-1]["i"]] if window else None,
         "world_size": worker.get("world_size"),
         "global_batch": worker.get("global_batch"),
-        "input_shape": worker.get("input_shape"),
+        "input_shape": (worker.get("model") or {}).get("input_shape"),
         "param_dtype": worker.get("param_dtype"),
         # Which input ran: the seed's host loader (and its workers) or one batch on the device.
         "data": worker.get("data"),
@@ -55,21 +55,29 @@ def summarize_train(steps: List[Dict[str, Any]], warmup: int, worker: Dict[str, 
         },
         "step_time_s": describe(times),
         "throughput_samples_per_s": throughput,
+        # Text models: tokens/s beside samples/s (each sample is one sequence of seq_len tokens).
+        "tokens_per_sample": worker.get("tokens_per_sample"),
+        "throughput_tokens_per_s": throughput * worker["tokens_per_sample"]
+        if throughput is not None and worker.get("tokens_per_sample") else None,
+        # The first step's loss against the eager model on CPU in fp32 (null: --no-check).
+        "check": worker.get("check"),
     }
 
 
 def summarize_infer(size: Dict[str, Any]) -> Dict[str, Any]:
-    """One ``infer`` row from a batch-size worker's summary."""
-    keys = ("batch_size", "samples_per_request", "compile_s", "iterations", "wall_s", "latency_ms",
-            "throughput_per_s", "p99_reliable")
+    """One ``infer`` row from the summary of a worker of one batch size (and sequence length)."""
+    keys = ("batch_size", "seq_len", "samples_per_request", "compile_s", "iterations", "wall_s", "latency_ms",
+            "throughput_per_s", "tokens_per_s", "p99_reliable", "check")
     return {key: size.get(key) for key in keys}
 
 
 def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, Any]], status: str,
                    error: Optional[Dict[str, Any]], backend: Optional[Dict[str, Any]],
                    train: Optional[Dict[str, Any]], infer: Optional[List[Dict[str, Any]]],
-                   warnings: List[str], telemetry: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The Result JSON (DESIGN.md §4); ``telemetry`` is remote_agent.monitor.digest's block."""
+                   warnings: List[str], telemetry: Optional[Dict[str, Any]] = None,
+                   model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The Result JSON (DESIGN.md §4); ``telemetry`` is remote_agent.monitor.digest's block, ``model``
+    what was built (source, class, parameters, sha256, inputs, library versions)."""
     return {
         "schema": RESULT_SCHEMA,
         "run_id": run_id,
@@ -80,6 +88,7 @@ def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, An
         "status": status,
         "error": {"kind": error["kind"], "message": error["message"]} if error else None,
         "spec": spec,
+        "model": model,
         "env": env,
         "train": train,
         "infer": infer,

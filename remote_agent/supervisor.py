@@ -26,7 +26,7 @@ from remote_agent.monitor.digest import TelemetryDigest, measure_windows, switch
 from remote_agent.monitor.sampler import Sampler, host_sources
 from remote_agent.multinode import load_placement, node_env, rendezvous_failure
 from remote_agent.orphan import ENV_PARENT_PID
-from remote_agent.protocol import NodePlacement, RunSpec
+from remote_agent.protocol import NodePlacement, RunSpec, strip_model_file_text
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
 from remote_agent.summary import compose_result, summarize_infer, summarize_train
 
@@ -48,10 +48,18 @@ _SIGNAL_HINTS = {
 class Launch:
     """One workload process (or torchrun group) the supervisor starts."""
 
-    def __init__(self, index: int, argv: List[str], batch_size: Optional[int]) -> None:
+    def __init__(self, index: int, argv: List[str], batch_size: Optional[int], seq_len: Optional[int] = None) -> None:
         self.index = index
         self.argv = argv
         self.batch_size = batch_size
+        self.seq_len = seq_len
+
+    def describe(self) -> str:
+        """`` for batch size 4`` / `` for batch size 4, sequence length 128`` (empty for training)."""
+        if self.batch_size is None:
+            return ""
+        return " for batch size %d" % self.batch_size + (
+            "" if self.seq_len is None else ", sequence length %d" % self.seq_len)
 
 
 def plan_launches(spec: RunSpec, run: RunDir, node: Optional[NodePlacement] = None) -> List[Launch]:
@@ -62,8 +70,12 @@ def plan_launches(spec: RunSpec, run: RunDir, node: Optional[NodePlacement] = No
         argv = (agent_command() + ["_exec", "--"] + torchrun_command(spec.nproc, args, node)
                 if spec.nproc > 1 or node is not None else agent_command() + args)
         return [Launch(0, argv, None)]
-    return [Launch(i, agent_command() + base + [str(i), "--batch-size", str(size)], size)
-            for i, size in enumerate(spec.batch_sizes)]
+    # Inference: one fresh process per static shape (Neuron compiles each one; its runtime must never
+    # be forked), batch sizes outer, sequence lengths inner.
+    shapes = [(size, length) for size in spec.batch_sizes for length in (spec.seq_lens or (None,))]
+    return [Launch(i, agent_command() + base + [str(i), "--batch-size", str(size)]
+                   + ([] if length is None else ["--seq-len", str(length)]), size, length)
+            for i, (size, length) in enumerate(shapes)]
 
 
 class StderrPump(threading.Thread):
@@ -159,8 +171,7 @@ class Supervisor:
         self.proc = subprocess.Popen(launch.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, env=env, cwd=self.run.path)
         self.events.emit("log", level="info", message="workload process %d started%s"
-                         % (self.proc.pid, "" if launch.batch_size is None else
-                            " for batch size %d" % launch.batch_size), pid=self.proc.pid)
+                         % (self.proc.pid, launch.describe()), pid=self.proc.pid)
         pump = StderrPump(self.proc.stdout, self.run.stderr_log, self.events)
         pump.start()
         watch = self.watch or self._watch_workers()
@@ -268,7 +279,7 @@ class Supervisor:
                 spec = json.load(handle)
         except (OSError, ValueError):
             return None  # reported properly below, where the spec is parsed for real
-        return spec if isinstance(spec, dict) else None
+        return strip_model_file_text(spec) if isinstance(spec, dict) else None
 
     def _open_log(self) -> EventLog:
         """Continue the log after the hello ``run`` writes as it starts us (or write it, if ``run`` died first)."""
@@ -295,6 +306,7 @@ class Supervisor:
         env: Optional[Dict[str, Any]] = None
         backend: Optional[Dict[str, Any]] = None
         train = infer = None
+        model: Optional[Dict[str, Any]] = None
         status = "failed"
         try:
             with open(self.run.spec) as handle:
@@ -322,6 +334,7 @@ class Supervisor:
                     with open(summary_path) as handle:
                         worker = json.load(handle)
                     backend = worker.get("backend", backend)
+                    model = model or worker.get("model")
                     self.warnings.extend(worker.get("warnings", []))
                     if spec.workload == "infer":
                         sizes.append(summarize_infer(worker))
@@ -341,8 +354,8 @@ class Supervisor:
         finally:
             telemetry = self.stop_telemetry()
             self.events.emit("phase", name="teardown", state="start")
-            result = compose_result(self.run.run_id, spec_dict, env, status, self.error, backend, train, infer,
-                                    self.warnings, telemetry)
+            result = compose_result(self.run.run_id, strip_model_file_text(spec_dict), env, status, self.error,
+                                    backend, train, infer, self.warnings, telemetry, model)
             self.events.emit("result", result=result)
             self.events.emit("phase", name="teardown", state="end")
             self.events.emit("end", status=status)

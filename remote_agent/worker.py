@@ -1,4 +1,4 @@
-"""Entry point of a workload process (``agent _worker RUN_DIR LAUNCH [--batch-size N]``).
+"""Entry point of a workload process (``agent _worker RUN_DIR LAUNCH [--batch-size N [--seq-len L]]``).
 
 Started by the supervisor, directly or through torchrun.  It reports through its
 own side file (``WorkerEvents``), never through stdout: compilers and runtimes
@@ -17,7 +17,7 @@ from remote_agent.protocol import RunSpec
 from remote_agent.rundir import RunDir
 
 
-def main(run_path: str, launch: int, batch_size: Optional[int]) -> int:
+def main(run_path: str, launch: int, batch_size: Optional[int], seq_len: Optional[int] = None) -> int:
     os.dup2(2, 1)  # anything printed on stdout becomes log text, not a corrupt event
     die_with_parent()  # never outlive the supervisor (or torchrun) holding a NeuronCore
     run = RunDir(run_path)
@@ -35,12 +35,12 @@ def main(run_path: str, launch: int, batch_size: Optional[int]) -> int:
         if spec.workload == "train":
             from remote_agent.workloads.train import run_train
 
-            run_train(spec, backend, events, run.worker_summary(launch), phase)
+            run_train(spec, backend, events, run.worker_summary(launch), phase, run.path)
         else:
             from remote_agent.workloads.infer import run_infer
 
             assert batch_size is not None
-            run_infer(spec, backend, events, run.worker_summary(launch), phase, batch_size, run.path)
+            run_infer(spec, backend, events, run.worker_summary(launch), phase, batch_size, run.path, seq_len)
         return 0
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
@@ -55,8 +55,10 @@ def main(run_path: str, launch: int, batch_size: Optional[int]) -> int:
 
 def parse_args(argv: List[str]) -> int:
     run_path, launch = argv[0], int(argv[1])
-    batch_size = int(argv[3]) if len(argv) > 3 and argv[2] == "--batch-size" else None
-    return main(run_path, launch, batch_size)
+    options = dict(zip(argv[2::2], argv[3::2]))
+    batch_size = int(options["--batch-size"]) if "--batch-size" in options else None
+    seq_len = int(options["--seq-len"]) if "--seq-len" in options else None
+    return main(run_path, launch, batch_size, seq_len)
 
 
 if __name__ == "__main__":

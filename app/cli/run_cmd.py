@@ -16,11 +16,13 @@ from app.cli.text import format_repeats, format_result
 from app.core.errors import BadSpecError
 from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
 from app.core.results import aggregate_repeats
-from app.core.specs import build_spec, parse_batch_sizes, parse_model_args
+from app.core.specs import build_spec, model_config_problem, parse_batch_sizes, parse_model_args, parse_sizes
 from app.paths import AppPaths
 from app.services.hosts_store import HostsStore
+from app.services.model_files import model_file_for
 from app.services.multi_run import RunListener, RunTicket, run_on_hosts
 from app.services.recorder import RunRecorder, open_recording
+from remote_agent.model_ref import TASKS, ModelRefError, parse_model_ref
 from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, RENDEZVOUS_TIMEOUT_S, WORKLOADS, RunSpec
 
 _HELP = {name: meta.get("help", "") for name, meta in RunSpec.field_help().items()}
@@ -48,6 +50,12 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", choices=WORKLOADS, help=_HELP["workload"])
     p.add_argument("--model", help=_HELP["model"])
     p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help=_HELP["model_args"])
+    p.add_argument("--task", choices=TASKS, help=_HELP["task"])
+    lengths = p.add_mutually_exclusive_group()
+    lengths.add_argument("--seq-len", type=int, metavar="N", help=_HELP["seq_lens"])
+    lengths.add_argument("--seq-lens", metavar="128,512", help="inference sequence-length sweep (text models)")
+    p.add_argument("--no-check", dest="check", action="store_false", default=None, help=_HELP["check"]
+                   + " (on by default; --no-check leaves it out, e.g. for a model too big to copy on the host)")
     p.add_argument("--backend", choices=BACKENDS, help=_HELP["backend"])
     sizes = p.add_mutually_exclusive_group()
     sizes.add_argument("--batch-size", type=int, metavar="N", help=_HELP["batch_sizes"])
@@ -80,6 +88,13 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=handle)
 
 
+def model_source(model: str) -> str | None:
+    try:
+        return parse_model_ref(model).source
+    except ModelRefError:
+        return None  # build_spec says what is wrong with it
+
+
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
     if args.preset is None and args.workload is None:
         raise BadSpecError("say what to run: --workload train|infer, or --preset NAME")
@@ -96,13 +111,30 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     if args.repeats < 1:
         raise BadSpecError(f"--repeats must be 1 or more, not {args.repeats}")
     model_args = parse_model_args(args.model_arg) if args.model_arg else None
-    return build_spec(base, workload=workload, model=args.model, model_args=model_args, backend=args.backend,
+    seq_lens: tuple[int, ...] | None = None
+    if args.seq_lens is not None:
+        seq_lens = parse_sizes(args.seq_lens, "--seq-lens")
+    elif args.seq_len is not None:
+        seq_lens = (args.seq_len,)
+    model = args.model or base.model
+    start = base.to_dict()
+    if model != base.model:
+        start.update(task="", seq_lens=[])  # another model than the preset's: the preset's task and lengths go
+        if model_source(model) != model_source(base.model):
+            start.update(model_args={})  # ... and its model arguments, when they were for another library
+    # The file a file: or hf: model brings (its text travels in the spec), read here, on this computer.
+    start.update(model=model, model_file=model_file_for(model))
+    spec = build_spec(start, workload=workload, model_args=model_args, backend=args.backend,
                       batch_sizes=batch_sizes, steps=args.steps, warmup=args.warmup, duration=args.duration,
                       min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers,
                       data=args.data,
                       neuron_cc_flags=args.neuron_cc_flags, compile_cache=args.compile_cache,
                       stochastic_rounding=args.stochastic_rounding,
-                      telemetry_period=args.telemetry_period)
+                      telemetry_period=args.telemetry_period, task=args.task, seq_lens=seq_lens, check=args.check)
+    problem = model_config_problem(spec)
+    if problem:
+        raise BadSpecError(problem)
+    return spec
 
 
 class EventsFile:

@@ -5,6 +5,7 @@ from typing import Any
 
 from app.cli.monitor_view import size_text
 from app.core.ec2_cost import format_minutes, format_usd
+from app.core.model_text import check_mark, format_check, format_model
 from app.core.specs import spec_summary
 
 GIB = 1024 ** 3
@@ -25,7 +26,7 @@ def format_env(host: str, env: dict[str, Any]) -> str:
         f"  memory     {_num(mem / GIB if mem else None, '.1f')} GiB",
         f"  python     {python.get('version')} at {python.get('executable')}",
     ]
-    for key in ("torch", "torchvision", "timm", "torch_xla", "torch_neuronx", "neuronx_cc"):
+    for key in ("torch", "torchvision", "timm", "transformers", "torch_xla", "torch_neuronx", "neuronx_cc"):
         lines.append(f"  {key:<10} {env.get(key) or 'N/A'}")
     for device in env.get("devices") or []:
         if device.get("kind") == "neuron":
@@ -53,6 +54,8 @@ def format_result(result: dict[str, Any]) -> str:
     lines = [f"{result.get('host')} · run {result.get('run_id')} · {result.get('status')}",
              f"  {spec_summary(spec) if spec else result.get('workload')}"
              f"{' (ran on ' + str(backend.get('device')) + ')' if backend.get('device') else ''}"]
+    if result.get("model"):
+        lines.append(f"  model       {format_model(result['model'])}")
     if result.get("error"):
         lines.append(f"  error: {result['error'].get('message')}")
     train = result.get("train")
@@ -61,9 +64,11 @@ def format_result(result: dict[str, Any]) -> str:
         ci = step.get("ci95") or [None, None]
         compile_ = train.get("compile") or {}
         window = train.get("window")
+        tokens = train.get("throughput_tokens_per_s")
         lines += [
             f"  throughput  {_num(train.get('throughput_samples_per_s'), '.2f')} samples/s "
-            f"(global batch {train.get('global_batch')}, {train.get('world_size')} process(es))",
+            + (f"· {tokens:,.0f} tokens/s " if tokens else "")
+            + f"(global batch {train.get('global_batch')}, {train.get('world_size')} process(es))",
             f"  step time   median {_num(step.get('median'), '.4f')} s "
             f"(95% CI {_num(ci[0], '.4f')}–{_num(ci[1], '.4f')}), p90 {_num(step.get('p90'), '.4f')}, "
             f"mean {_num(step.get('mean'), '.4f')} ± {_num(step.get('stdev'), '.4f')}",
@@ -78,22 +83,13 @@ def format_result(result: dict[str, Any]) -> str:
                          f"excluded from the figures")
         else:
             lines.append("  compile     none (eager execution)")
+        if train.get("check"):
+            lines.append(f"  check       {format_check(train['check'])}")
     if result.get("nodes"):
         lines.append(f"  nodes       {len(result['nodes'])}: " + ", ".join(format_node(n) for n in result["nodes"]))
     infer = result.get("infer")
     if infer:
-        lines.append(f"  {'batch':>5} {'compile s':>9} {'requests':>8} {'p50 ms':>8} {'p90':>8} {'p95':>8} "
-                     f"{'p99':>8} {'mean':>8} {'samples/s':>10}")
-        for row in infer:
-            lat = row.get("latency_ms") or {}
-            flag = "" if row.get("p99_reliable", True) else "*"
-            lines.append(f"  {row.get('batch_size'):>5} {_num(row.get('compile_s'), '.2f'):>9} "
-                         f"{row.get('iterations'):>8} {_num(lat.get('p50'), '.2f'):>8} "
-                         f"{_num(lat.get('p90'), '.2f'):>8} "
-                         f"{_num(lat.get('p95'), '.2f'):>8} {_num(lat.get('p99'), '.2f') + flag:>8} "
-                         f"{_num(lat.get('mean'), '.2f'):>8} {_num(row.get('throughput_per_s'), '.1f'):>10}")
-        if any(not row.get("p99_reliable", True) for row in infer):
-            lines.append("  * p99 from fewer than 100 requests: rough")
+        lines += format_infer_table(infer)
     lines += format_instance(result)
     lines += format_telemetry(result.get("telemetry"))
     for node in (result.get("nodes") or [])[1:]:  # node 0's telemetry is the run's, above
@@ -103,6 +99,35 @@ def format_result(result: dict[str, Any]) -> str:
     for warning in result.get("warnings") or []:
         lines.append(f"  warning: {warning}")
     return "\n".join(lines)
+
+
+def format_infer_table(infer: list[dict[str, Any]]) -> list[str]:
+    """One line per batch size (and sequence length): latency, throughput, tokens/s, the check."""
+    seq = any(row.get("seq_len") is not None for row in infer)
+    tokens = any(row.get("tokens_per_s") for row in infer)
+    checked = any(row.get("check") for row in infer)
+    lines = [f"  {'batch':>5}" + (f" {'seq':>5}" if seq else "") + f" {'compile s':>9} {'requests':>8} "
+             f"{'p50 ms':>8} {'p90':>8} {'p95':>8} {'p99':>8} {'mean':>8} {'samples/s':>10}"
+             + (f" {'tokens/s':>11}" if tokens else "") + ("  check" if checked else "")]
+    for row in infer:
+        lat = row.get("latency_ms") or {}
+        flag = "" if row.get("p99_reliable", True) else "*"
+        lines.append(f"  {row.get('batch_size'):>5}" + (f" {row.get('seq_len') or '':>5}" if seq else "")
+                     + f" {_num(row.get('compile_s'), '.2f'):>9} "
+                     f"{row.get('iterations'):>8} {_num(lat.get('p50'), '.2f'):>8} "
+                     f"{_num(lat.get('p90'), '.2f'):>8} "
+                     f"{_num(lat.get('p95'), '.2f'):>8} {_num(lat.get('p99'), '.2f') + flag:>8} "
+                     f"{_num(lat.get('mean'), '.2f'):>8} {_num(row.get('throughput_per_s'), '.1f'):>10}"
+                     + (f" {_num(row.get('tokens_per_s'), ',.0f'):>11}" if tokens else "")
+                     + (f"  {check_mark(row.get('check'))}" if checked else ""))
+    if any(not row.get("p99_reliable", True) for row in infer):
+        lines.append("  * p99 from fewer than 100 requests: rough")
+    if checked:
+        lines.append("  check: the compiled model against the eager model on CPU (fp32), on fresh inputs: "
+                     + "; ".join(f"batch {row.get('batch_size')}"
+                                 + (f" seq {row['seq_len']}" if row.get("seq_len") is not None else "")
+                                 + f" {format_check(row['check'], brief=True)}" for row in infer if row.get("check")))
+    return lines
 
 
 def format_node(node: dict[str, Any]) -> str:
@@ -120,14 +145,24 @@ def format_data(data: dict[str, Any]) -> str:
         return "device: one synthetic batch made on the device, reused every step (the input pipeline is not measured)"
     workers = data.get("loader_workers")
     chosen = ", chosen for this host" if data.get("workers_auto") else ""
-    return f"host: the seed's FakeDataset through a DataLoader, {workers} loader worker(s){chosen}"
+    return f"host: random batches made on the host (the seed's FakeDataset) through a DataLoader, " \
+           f"{workers} loader worker(s){chosen}"
 
 
 def format_instance(result: dict[str, Any]) -> list[str]:
-    """A launched instance's line: which one, and what the benchmark cost from launch to terminate."""
+    """What the benchmark itself cost: a launched instance from launch to terminate, any other priced host
+    from the run's start to its end."""
     ec2 = result.get("ec2")
     if not ec2:
-        return []
+        cost = result.get("cost") or {}
+        bench = cost.get("benchmark") or {}
+        if bench.get("seconds") is None or bench.get("usd_per_hour") is None:
+            return []
+        nodes = f"{bench['nodes']} x " if (bench.get("nodes") or 1) > 1 else ""
+        return [f"  benchmark   cost {format_usd(bench.get('usd'))}: run start to end "
+                f"{format_minutes(bench['seconds'])} x {format_usd(bench['usd_per_hour'])}/h "
+                f"({nodes}{cost.get('instance_type')} {(bench.get('market') or 'on_demand').replace('_', '-')}), "
+                "setup and compile included"]
     market = "spot" if ec2.get("market") == "spot" else "on-demand"
     head = f"  instance    {ec2.get('instance_id')} ({ec2.get('instance_type')} {market} in {ec2.get('region')}, " \
            f"image {ec2.get('ami')})"

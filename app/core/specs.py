@@ -9,7 +9,8 @@ from app.core.errors import BadSpecError
 from remote_agent.capacity import nproc_problem
 from remote_agent.protocol import RunSpec, SpecError
 
-__all__ = ["RunSpec", "build_spec", "flag_for", "host_fit_problem", "parse_batch_sizes", "parse_model_args"]
+__all__ = ["RunSpec", "build_spec", "flag_for", "host_fit_problem", "model_config_problem", "parse_batch_sizes",
+           "parse_model_args", "parse_sizes"]
 
 
 def flag_for(field_name: str) -> str:
@@ -42,21 +43,30 @@ def parse_model_args(items: Iterable[str]) -> dict[str, Any]:
     return args
 
 
-def parse_batch_sizes(text: str) -> tuple[int, ...]:
-    """``"1,4,16"`` -> ``(1, 4, 16)``."""
+def parse_sizes(text: str, flag: str = "--batch-sizes") -> tuple[int, ...]:
+    """``"1,4,16"`` -> ``(1, 4, 16)``; the error names ``flag``."""
     sizes = []
     for part in text.split(","):
         part = part.strip()
         try:
             sizes.append(int(part))
         except ValueError:
-            raise BadSpecError(f"--batch-sizes {text!r}: {part!r} is not a whole number") from None
+            raise BadSpecError(f"{flag} {text!r}: {part!r} is not a whole number") from None
     return tuple(sizes)
 
 
-def build_spec(base: RunSpec | None = None, **changes: Any) -> RunSpec:
-    """A validated RunSpec; a bad value raises BadSpecError that names the flag to fix."""
-    data: dict[str, Any] = (base or RunSpec()).to_dict()
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    """``"1,4,16"`` -> ``(1, 4, 16)``."""
+    return parse_sizes(text, "--batch-sizes")
+
+
+def build_spec(base: RunSpec | Mapping[str, Any] | None = None, **changes: Any) -> RunSpec:
+    """A validated RunSpec; a bad value raises BadSpecError that names the flag to fix.
+
+    ``base`` may be a plain mapping (checked only with the changes applied); a change of None
+    leaves the base's value.
+    """
+    data: dict[str, Any] = dict(base) if isinstance(base, Mapping) else (base or RunSpec()).to_dict()
     data.update({k: v for k, v in changes.items() if v is not None})
     try:
         return RunSpec.from_dict(data)
@@ -85,9 +95,48 @@ def spec_summary(spec: RunSpec | Mapping[str, Any]) -> str:
     work = (f"{data.get('steps')} steps" if data.get("workload") == "train"
             else f"≥{data.get('min_iters')} requests and ≥{data.get('duration')} s per size")
     procs = f" × {data['nproc']} processes" if data.get("nproc", 1) > 1 else ""
+    lengths = data.get("seq_lens") or []
+    if lengths:
+        sizes += f" · seq {','.join(str(n) for n in lengths)}"
+    if data.get("task"):
+        sizes += f" · {data['task']}"
     feed = " · data on device" if data.get("workload") == "train" and data.get("data") == "device" else ""
     return (f"{data.get('workload')} {data.get('model')} · batch {sizes}{procs} · {work} · "
             f"{data.get('backend')} · {data.get('precision')}{feed}")
+
+
+def _config_positions(config: Mapping[str, Any]) -> int | None:
+    for key in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def model_config_problem(spec: RunSpec) -> str | None:
+    """What the config sent with an ``hf:`` model already says cannot run (one sentence), or None.
+
+    The host checks everything again with transformers itself; this refuses, before anything
+    starts, what the config alone settles: a config that is not JSON or names no ``model_type``,
+    and a ``--seq-len`` past the model's positions.
+    """
+    if not spec.model.startswith("hf:") or not spec.model_file or not isinstance(spec.model_file.get("text"), str):
+        return None
+    name = spec.model[3:]
+    try:
+        config = json.loads(spec.model_file["text"])
+    except ValueError as exc:
+        return f"the config of {name} is not JSON: {exc}"
+    if not isinstance(config, dict):
+        return f"the config of {name} is not a JSON object"
+    if not config.get("model_type"):
+        return f"the config of {name} has no model_type: transformers cannot tell which architecture it describes"
+    limit = _config_positions(dict(config, **{k: v for k, v in spec.model_args.items() if isinstance(v, int)}))
+    too_long = [n for n in spec.seq_lens if limit and n > limit]
+    if too_long:
+        return (f"--seq-len {max(too_long)} is past {name}'s maximum of {limit} positions "
+                f"(max_position_embeddings)")
+    return None
 
 
 def host_fit_problem(spec: RunSpec, env: Mapping[str, Any]) -> str | None:

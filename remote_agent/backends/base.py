@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 
 class BackendUnavailable(Exception):
@@ -73,10 +73,14 @@ class Backend:
         return None
 
     # ----------------------------------------------------------------- inference
-    def compile_for_inference(self, model: Any, example: Any, workdir: str) -> Callable[[Any], Any]:
-        """Return a callable that runs one request and returns its output on the host.
+    def compile_for_inference(self, model: Any, example: Tuple[Any, ...], workdir: str,
+                              tag: str) -> Callable[..., Any]:
+        """Return a callable that runs one request and returns its outputs on the host.
 
-        The caller times this method as the compile phase.
+        ``model`` takes the input tensors positionally and returns a tuple of tensors
+        (``under_test.traceable``); ``example`` is the trace example, one tensor per input;
+        ``tag`` names the artefact's static shape (``bs4-seq128``).  The callable takes the
+        request's tensors positionally.  The caller times this method as the compile phase.
         """
         raise NotImplementedError
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Tuple
 
 from remote_agent.backends.base import Backend, BackendUnavailable
 
@@ -43,7 +43,8 @@ class CudaBackend(Backend):
 
         return DistributedDataParallel(model, device_ids=[local_rank])
 
-    def compile_for_inference(self, model: Any, example: Any, workdir: str) -> Callable[[Any], Any]:
+    def compile_for_inference(self, model: Any, example: Tuple[Any, ...], workdir: str,
+                              tag: str) -> Callable[..., Any]:
         import torch
 
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -51,11 +52,11 @@ class CudaBackend(Backend):
         model = model.to(device)
         compiled = torch.compile(model)
 
-        def run(x: Any) -> Any:
+        def run(*inputs: Any) -> Any:
             with torch.no_grad():
-                out = compiled(x.to(device, non_blocking=True))
-                return out.cpu()  # the copy waits for the GPU: latency is end to end
+                outs = compiled(*(x.to(device, non_blocking=True) for x in inputs))
+                return tuple(out.cpu() for out in outs)  # the copies wait for the GPU: latency is end to end
 
         # torch.compile is lazy: the first call compiles, so it belongs to the compile phase.
-        run(example)
+        run(*example)
         return run

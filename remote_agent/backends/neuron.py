@@ -5,7 +5,7 @@ import glob
 import importlib.util
 import os
 import sys
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Tuple
 
 from remote_agent.backends.base import Backend, BackendUnavailable
 from remote_agent.backends.xla import XlaBackend
@@ -52,14 +52,15 @@ class NeuronBackend(XlaBackend):
         info["visible_cores"] = os.environ.get("NEURON_RT_VISIBLE_CORES")
         return info
 
-    def compile_for_inference(self, model: Any, example: Any, workdir: str) -> Callable[[Any], Any]:
+    def compile_for_inference(self, model: Any, example: Tuple[Any, ...], workdir: str,
+                              tag: str) -> Callable[..., Any]:
         import torch
-        import torch_neuronx
+        import torch_neuronx  # before torch.jit.load: it registers the Neuron ops a saved artefact holds
 
         traced = torch_neuronx.trace(model, example)
         # The seed saves the traced model and loads it back: serving loads a saved
         # artefact, so we time what serving runs.
-        path = os.path.join(workdir, "traced-bs%d.pt" % example.shape[0])
+        path = os.path.join(workdir, "traced-%s.pt" % tag)
         torch.jit.save(traced, path)
         loaded = torch.jit.load(path)
         if self.spec.nproc > 1:
@@ -67,9 +68,9 @@ class NeuronBackend(XlaBackend):
             loaded = torch_neuronx.DataParallel(loaded, device_ids=list(range(self.spec.nproc)),
                                                 set_dynamic_batching=False)
 
-        def run(x: Any) -> Any:
+        def run(*inputs: Any) -> Any:
             with torch.no_grad():
-                return loaded(x)
+                return loaded(*inputs)
 
         return run
 

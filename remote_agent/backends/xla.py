@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from remote_agent.backends.base import Backend, BackendUnavailable
 
@@ -79,18 +79,19 @@ class XlaBackend(Backend):
             return {"count": 0, "seconds": 0.0}
         return {"count": int(data[0]), "seconds": float(data[1]) / 1e9}
 
-    def compile_for_inference(self, model: Any, example: Any, workdir: str) -> Callable[[Any], Any]:
+    def compile_for_inference(self, model: Any, example: Tuple[Any, ...], workdir: str,
+                              tag: str) -> Callable[..., Any]:
         import torch
         import torch_xla
 
         device = self.device(0)
         model = model.to(device)
 
-        def run(x: Any) -> Any:
+        def run(*inputs: Any) -> Any:
             with torch.no_grad():
-                out = model(x.to(device))
+                outs = model(*(x.to(device) for x in inputs))
                 torch_xla.sync()
-                return out.cpu()
+                return tuple(out.cpu() for out in outs)
 
-        run(example)  # the seed's lazy-tensor mode: the first call compiles the graph
+        run(*example)  # the seed's lazy-tensor mode: the first call compiles the graph
         return run

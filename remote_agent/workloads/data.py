@@ -1,12 +1,12 @@
 """Where a training step's inputs come from: ``--data host`` (the seed's loader) or ``--data device``.
 
-``host``: the seed's FakeDataset (random images made on the host) through a torch
-DataLoader with ``workers`` processes, copied to the device every step.  That is
-the seed's experiment, and it measures the host's input pipeline as well: on a
-fast accelerator it can be what bounds the loop.
+``host``: random batches of the model's inputs made on the host (the seed's FakeDataset,
+for any model) through a torch DataLoader with ``workers`` processes, copied to the
+device every step.  That is the seed's experiment, and it measures the host's input
+pipeline as well: on a fast accelerator it can be what bounds the loop.
 
-``device``: one synthetic batch made on the device once and fed to every step, so
-the figures measure the accelerator alone.
+``device``: one synthetic batch put on the device once and fed to every step, so the
+figures measure the accelerator alone.
 
 No torch import at module level: the agent loads this on hosts without torch.
 """
@@ -18,27 +18,28 @@ from typing import Any, Dict, Iterator, Tuple
 from remote_agent.capacity import default_workers
 
 
-class FakeDataset:
-    """``length`` random 3xHxW images, label ``index % num_classes`` (as in the seed).
+class RandomBatches:
+    """``steps`` batches of the model's synthetic inputs, each made whole on the host (as in the seed).
 
-    torch's DataLoader accepts any object with ``__len__`` and ``__getitem__``, so the
-    class does not inherit ``torch.utils.data.Dataset``.
+    The seed's FakeDataset made random images one at a time and let the DataLoader stack
+    them; this makes each batch in one go (the same random numbers' worth of work, for any
+    model's inputs: images, token ids, a user's own tensors) and hands it on as it is
+    (``batch_size=None`` in the DataLoader).  torch's DataLoader accepts any object with
+    ``__len__`` and ``__getitem__``, so the class does not inherit ``torch.utils.data.Dataset``.
     """
 
-    def __init__(self, length: int, image_shape: Tuple[int, int, int], num_classes: int) -> None:
-        self.length = length
-        self.image_shape = tuple(image_shape)
-        self.num_classes = num_classes
+    def __init__(self, steps: int, batch_size: int, make_batch: Any, seed: int) -> None:
+        self.steps = steps
+        self.batch_size = batch_size
+        self.make_batch = make_batch
+        self.seed = seed
 
     def __len__(self) -> int:
-        return self.length
+        return self.steps
 
     def __getitem__(self, index: int) -> Any:
-        import torch
-
-        image = torch.randn(self.image_shape, dtype=torch.float32)
-        label = torch.tensor(index % self.num_classes, dtype=torch.int64)
-        return image, label
+        batch = self.make_batch(self.batch_size, self.seed + index, True)
+        return batch.inputs, batch.labels
 
 
 def usable_cpus() -> int:
@@ -56,32 +57,33 @@ def loader_workers(spec: Any, on_cpu_device: bool, local_procs: int) -> Tuple[in
     return default_workers(on_cpu_device, usable_cpus(), local_procs), True
 
 
-def training_batches(spec: Any, backend: Any, device: Any, dtype: Any, shape: Tuple[int, int, int],
-                     num_classes: int, local_procs: int) -> Tuple[Iterator[Tuple[Any, Any]], Dict[str, Any]]:
-    """An iterator of ``spec.steps`` (images, labels) batches, and what feeds it.
+def training_batches(spec: Any, backend: Any, mut: Any, device: Any, dtype: Any,
+                     local_procs: int) -> Tuple[Iterator[Any], Dict[str, Any]]:
+    """An iterator of ``spec.steps`` Batches on the host, and what feeds it.
 
     The iterator's ``next()`` is the step's data wait (the loader, for ``host``;
     nothing, for ``device``).  The step copies the batch to the device and casts
-    it, which for ``device`` batches is a no-op: they are made there, in ``dtype``.
+    it, which for ``device`` batches is a no-op: they are already there, in ``dtype``.
     """
     import torch
 
+    from remote_agent.workloads.under_test import Batch
+
     if spec.data == "device":
-        torch.manual_seed(spec.seed)
-        images = torch.randn((spec.batch_size,) + tuple(shape), dtype=dtype, device=device)
-        labels = torch.randint(0, num_classes, (spec.batch_size,), device=device)
+        batch = mut.make_batch(spec.batch_size, spec.seed, True).to(device, dtype)
         backend.materialize()  # lazy devices: make the batch device data now, not a graph every step
 
-        def reuse() -> Iterator[Tuple[Any, Any]]:
+        def reuse() -> Iterator[Any]:
             for _ in range(spec.steps):
-                yield images, labels
+                yield batch
 
         return reuse(), {"source": "device", "loader_workers": 0, "workers_auto": False}
 
     workers, auto = loader_workers(spec, backend.computes_on_cpu(), local_procs)
-    dataset = FakeDataset(spec.steps * spec.batch_size, shape, num_classes)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=spec.batch_size, num_workers=workers, drop_last=True)
-    return iter(loader), {"source": "host", "loader_workers": workers, "workers_auto": auto}
+    dataset = RandomBatches(spec.steps, spec.batch_size, mut.make_batch, spec.seed)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=workers)
+    return (Batch(inputs, labels) for inputs, labels in loader), {
+        "source": "host", "loader_workers": workers, "workers_auto": auto}
 
 
 def describe_data(data: Dict[str, Any]) -> str:
@@ -90,4 +92,5 @@ def describe_data(data: Dict[str, Any]) -> str:
         return "data device (one synthetic batch on the device, reused every step)"
     workers = data.get("loader_workers")
     how = ", chosen for this host" if data.get("workers_auto") else ""
-    return "data host (FakeDataset, %s loader worker%s%s)" % (workers, "" if workers == 1 else "s", how)
+    return "data host (random batches through a DataLoader, %s loader worker%s%s)" % (
+        workers, "" if workers == 1 else "s", how)

@@ -5,7 +5,7 @@ import traceback
 from typing import Any, Dict
 
 from remote_agent.backends.base import BackendUnavailable
-from remote_agent.workloads.models import SpecProblem
+from remote_agent.workloads.problems import SpecProblem
 
 _OOM_MARKERS = ("out of memory", "outofmemory", "cannot allocate memory", "resource_exhausted",
                 "failed to allocate")

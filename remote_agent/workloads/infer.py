@@ -1,94 +1,135 @@
-"""The traced-inference workload for one batch size (one fresh process per size).
+"""The traced-inference workload for one batch size and sequence length (one fresh process each).
 
-compile (timed apart) -> warm-up -> measure until both ``min_iters`` requests and
-``duration`` seconds.  Every request is timed host to host (input copy, run,
-output on the host), percentiles come from every request, and a ``latency``
-event summarises each window of at least 0.5 s while it runs.
+compile (timed apart) -> numerical check -> warm-up -> measure until both ``min_iters``
+requests and ``duration`` seconds.  Every request is timed host to host (input copy,
+run, outputs on the host), percentiles come from every request, and a ``latency``
+event summarises each window of at least 0.5 s while it runs.  Neuron's shapes are
+static, so each (batch size, sequence length) is its own compiled artefact.
 """
 from __future__ import annotations
 
+import copy
 import json
 import time
-from typing import Any, List
+from typing import Any, Dict, List, Optional
 
 from remote_agent.eventlog import WorkerEvents
 from remote_agent.stats import latency_summary_ms, percentile
-from remote_agent.workloads.models import create_model, input_shape
+from remote_agent.workloads import check as numerics
+from remote_agent.workloads.sources import load_model
 from remote_agent.workloads.train import Phase
+from remote_agent.workloads.under_test import traceable
 
 WINDOW_S = 0.5
 P99_MIN_REQUESTS = 100
 
 
-def _window_event(events: WorkerEvents, batch_size: int, window: List[float]) -> None:
+def _window_event(events: WorkerEvents, batch_size: int, seq_len: Optional[int], window: List[float]) -> None:
     ms = [x * 1000.0 for x in window]
+    extra = {"seq_len": seq_len} if seq_len is not None else {}
     events.emit("latency", batch_size=batch_size, count=len(ms), p50_ms=percentile(ms, 50),
-                p90_ms=percentile(ms, 90), p99_ms=percentile(ms, 99))
+                p90_ms=percentile(ms, 90), p99_ms=percentile(ms, 99), **extra)
+
+
+def shape_tag(batch_size: int, seq_len: Optional[int]) -> str:
+    """``bs4`` or ``bs4-seq128``: names the compiled artefact of one static shape."""
+    return "bs%d" % batch_size + ("" if seq_len is None else "-seq%d" % seq_len)
 
 
 def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, phase: Phase,
-              batch_size: int, workdir: str) -> None:
+              batch_size: int, workdir: str, seq_len: Optional[int] = None) -> None:
     import torch
 
-    events.emit("phase", name="setup", state="start", batch_size=batch_size)
-    model = create_model(spec).eval()
-    channels, height, width = input_shape(model, spec)
+    where = {"batch_size": batch_size}
+    if seq_len is not None:
+        where["seq_len"] = seq_len
+    events.emit("phase", name="setup", state="start", **where)
+    mut = load_model(spec, batch_size, seq_len, workdir)
+    mut.module.eval()
+    seq_len = mut.seq_len  # a text model's default length when none was asked for
+    if seq_len is not None:
+        where["seq_len"] = seq_len
+    reference = traceable(mut, copy.deepcopy(mut.module)) if spec.check else None
     dtype = torch.bfloat16 if spec.precision == "bf16" else torch.float32
-    model = model.to(dtype=dtype)
+    model = traceable(mut, mut.module.to(dtype=dtype)).eval()
     feed = backend.inference_batch(batch_size)
-    torch.manual_seed(spec.seed)
-    example = torch.randn(batch_size, channels, height, width, dtype=dtype)
-    request = torch.randn(feed, channels, height, width, dtype=dtype)
-    events.emit("phase", name="setup", state="end", batch_size=batch_size)
+    example_batch = mut.make_batch(batch_size, spec.seed, False)
+    example = example_batch.to("cpu", dtype).tensors()
+    request = mut.make_batch(feed, spec.seed + 1, False).to("cpu", dtype).tensors()
+    for note in mut.notes:
+        events.emit("log", level="info", message=note)
+    events.emit("phase", name="setup", state="end", **where)
 
     phase.name = "compile"
-    events.emit("phase", name="compile", state="start", batch_size=batch_size)
+    events.emit("phase", name="compile", state="start", **where)
     started = time.perf_counter()
-    run = backend.compile_for_inference(model, example, workdir)
+    run = backend.compile_for_inference(model, example, workdir, shape_tag(batch_size, seq_len))
     compile_s = time.perf_counter() - started
-    events.emit("phase", name="compile", state="end", batch_size=batch_size, seconds=compile_s)
+    events.emit("phase", name="compile", state="end", seconds=compile_s, **where)
+
+    warnings = []
+    check: Optional[Dict[str, Any]] = None
+    if reference is not None:
+        phase.name = "check"
+        precision = numerics.compute_precision(spec.precision, backend.name, spec.neuron_cc_flags)
+        check = numerics.check_compiled(
+            run, reference, lambda seed: mut.make_batch(feed, seed, False).tensors(),
+            lambda tensors: tuple(t.to(dtype) if t.is_floating_point() else t for t in tensors),
+            precision, "compiled model against eager on CPU (fp32)")
+        del reference
+        sentence = numerics.warning(check, "batch %d%s" % (batch_size, "" if seq_len is None else
+                                                          ", sequence length %d" % seq_len))
+        if sentence:
+            warnings.append(sentence)
+            # The figures go with the sentence: a live view marks this artefact's row now, not at the end.
+            events.emit("log", level="warning", message=sentence, check=check, **where)
 
     phase.name = "warmup"
-    events.emit("phase", name="warmup", state="start", batch_size=batch_size)
+    events.emit("phase", name="warmup", state="start", **where)
     for _ in range(spec.warmup):
-        run(request)
-    events.emit("phase", name="warmup", state="end", batch_size=batch_size)
+        run(*request)
+    events.emit("phase", name="warmup", state="end", **where)
 
     phase.name = "measure"
-    events.emit("phase", name="measure", state="start", batch_size=batch_size)
+    events.emit("phase", name="measure", state="start", **where)
     latencies: List[float] = []
     window: List[float] = []
     clock = time.perf_counter
     begin = window_start = clock()
     while True:
         t0 = clock()
-        run(request)
+        run(*request)
         t1 = clock()
         latencies.append(t1 - t0)
         window.append(t1 - t0)
         if t1 - window_start >= WINDOW_S:
-            _window_event(events, batch_size, window)
+            _window_event(events, batch_size, seq_len, window)
             window, window_start = [], t1
         if len(latencies) >= spec.min_iters and t1 - begin >= spec.duration:
             break
     wall = clock() - begin
     if window:
-        _window_event(events, batch_size, window)
-    events.emit("phase", name="measure", state="end", batch_size=batch_size)
+        _window_event(events, batch_size, seq_len, window)
+    events.emit("phase", name="measure", state="end", **where)
 
-    warnings = []
     if len(latencies) < P99_MIN_REQUESTS:
         warnings.append("p99 at batch %d comes from %d requests (fewer than %d): treat it as rough"
                         % (batch_size, len(latencies), P99_MIN_REQUESTS))
+    throughput = len(latencies) * feed / wall
+    tokens = mut.tokens_per_sample
     summary = {
         "batch_size": batch_size,
+        "seq_len": seq_len,
         "samples_per_request": feed,
         "compile_s": compile_s,
         "iterations": len(latencies),
         "wall_s": wall,
         "latency_ms": latency_summary_ms(latencies),
-        "throughput_per_s": len(latencies) * feed / wall,
+        "throughput_per_s": throughput,
+        "tokens_per_s": throughput * tokens if tokens else None,
         "p99_reliable": len(latencies) >= P99_MIN_REQUESTS,
+        "check": check,
+        "model": mut.describe(example_batch),
         "backend": backend.describe(),
         "warnings": warnings,
     }

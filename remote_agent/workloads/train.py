@@ -1,22 +1,26 @@
-"""The training workload: the seed experiment (timm ViT, random images, Adam, torchrun).
+"""The training workload: the seed experiment (random data, Adam, torchrun) for any model under test.
 
 One process per NeuronCore/GPU under torchrun, or one process.  Rank 0 reports a
 ``step`` event per step with the *global* batch; every step's time runs from the
 end of the previous step to the moment the loss is on the host, so the sum of
 step times in a window is that window's wall time (data-loader waits included,
-and reported apart as ``data_s``).
+and reported apart as ``data_s``).  The model, its inputs and its loss come from
+``sources.load_model``: this loop knows nothing of images or tokens.
 """
 from __future__ import annotations
 
+import copy
+import itertools
 import json
 import os
 import socket
 import time
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from remote_agent.eventlog import WorkerEvents
+from remote_agent.workloads import check as numerics
 from remote_agent.workloads.data import describe_data, training_batches
-from remote_agent.workloads.models import create_model, input_shape
+from remote_agent.workloads.sources import load_model
 
 
 class Phase:
@@ -26,7 +30,22 @@ class Phase:
         self.name = "setup"
 
 
-def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, phase: Phase) -> None:
+def _reference_loss(reference: Any, mut: Any, batch: Any) -> float:
+    """The eager model's loss on the host's CPU in fp32: what the first step's loss is checked against."""
+    import torch
+
+    cpu = batch.to("cpu", torch.float32)
+    with torch.no_grad():  # the step's forward (in training mode, dropout and all), without its backward
+        return float(mut.loss(mut.training_forward(reference, cpu), cpu))
+
+
+def _describe_inputs(batch: Any) -> str:
+    return ", ".join("%s %s %s" % (d["name"], "x".join(str(n) for n in d["shape"]), d["dtype"])
+                     for d in batch.describe())
+
+
+def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, phase: Phase,
+              workdir: str = ".") -> None:
     import torch
 
     rank = int(os.environ.get("RANK", "0"))
@@ -41,38 +60,47 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         # Every rank says so: when a multi-node rendezvous fails, the app names the nodes that never joined.
         events.emit("log", level="info", message="rank %d of %d joined on %s" % (rank, world, socket.gethostname()),
                     joined=rank)
-    model = create_model(spec)
-    channels, height, width = input_shape(model, spec)
-    num_classes = int(getattr(model, "num_classes", 1000) or 1000)
+    mut = load_model(spec, spec.batch_size, spec.seq_len, workdir)
+    mut.module.train()
+    # The check's reference: the same initial weights, eager, on the host's CPU in fp32 (rank 0 only).
+    reference = copy.deepcopy(mut.module) if spec.check and lead else None
     device = backend.device(local_rank)
     dtype = torch.bfloat16 if spec.precision == "bf16" else torch.float32
-    model = model.to(device=device, dtype=dtype)
+    model = mut.module.to(device=device, dtype=dtype)
     model = backend.wrap_for_training(model, local_rank, world)
     model.train()
     optimizer = torch.optim.Adam(model.parameters())
-    loss_fn = torch.nn.CrossEntropyLoss()
     local_procs = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
-    batches, data = training_batches(spec, backend, device, dtype, (channels, height, width), num_classes,
-                                     local_procs)
+    batches, data = training_batches(spec, backend, mut, device, dtype, local_procs)
+    first = next(batches)
+    batches = itertools.chain([first], batches)
+    reference_loss: Optional[float] = None
+    if reference is not None:
+        reference_loss = _reference_loss(reference, mut, first)
+        del reference
     global_batch = spec.batch_size * world
+    tokens_per_sample = mut.tokens_per_sample
+    model_block = mut.describe(first)
     if lead:
-        events.emit("log", level="info", message="%s %s, %d parameters, input %dx%dx%d, batch %d x %d process(es), "
-                    "%s" % (backend.name, spec.model, sum(p.numel() for p in model.parameters()),
-                            channels, height, width, spec.batch_size, world, describe_data(data)))
+        for note in mut.notes:
+            events.emit("log", level="info", message=note)
+        events.emit("log", level="info", message="%s %s: %s, %d parameters, inputs %s, batch %d x %d process(es), "
+                    "%s" % (backend.name, spec.model, model_block.get("class"), model_block.get("parameters", 0),
+                            _describe_inputs(first), spec.batch_size, world, describe_data(data)))
         events.emit("phase", name="setup", state="end")
         events.emit("phase", name="warmup" if spec.warmup else "measure", state="start")
 
     compile_before = backend.compile_stats()
     compiled_count = compile_before["count"] if compile_before else 0
     phase.name = "warmup" if spec.warmup else "measure"
+    loss_check: Optional[Dict[str, Any]] = None
     step_end = time.perf_counter()
-    for i, (images, labels) in enumerate(batches, start=1):
+    for i, batch in enumerate(batches, start=1):
         fetched = time.perf_counter()
         t_start = time.time() - (fetched - step_end)
-        images = images.to(device=device, dtype=dtype)
-        labels = labels.to(device)
+        batch = batch.to(device, dtype)
         optimizer.zero_grad()
-        loss = loss_fn(model(images), labels)
+        loss = mut.loss(mut.training_forward(model, batch), batch)
         loss.backward()
         backend.optimizer_step(optimizer)
         loss_value = backend.finish_step(loss)
@@ -83,13 +111,23 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         compiled = bool(stats and stats["count"] > compiled_count)
         if stats:
             compiled_count = stats["count"]
+        if i == 1 and reference_loss is not None:
+            loss_check = numerics.check_loss(loss_value, reference_loss, numerics.compute_precision(
+                spec.precision, backend.name, spec.neuron_cc_flags))
+            if _has_dropout(mut.module):
+                loss_check["note"] = ("dropout draws different masks on the device and on the CPU: the two "
+                                      "losses agree only roughly")
+                loss_check["tolerance"] = max(loss_check["tolerance"], numerics.TOLERANCE["bf16"])
+                loss_check["agrees"] = bool(loss_check["finite"] and loss_check["max_rel_err"] is not None
+                                            and loss_check["max_rel_err"] <= loss_check["tolerance"])
         if lead:
             if compiled:
                 # The compile happened inside this step: show it on the run's timeline.
                 events.emit("phase", t=t_start, name="compile", state="start")
                 events.emit("phase", name="compile", state="end")
+            extra = {"tokens": global_batch * tokens_per_sample} if tokens_per_sample else {}
             events.emit("step", i=i, dt_s=dt, samples=global_batch, compiled=compiled, loss=loss_value,
-                        data_s=data_s)
+                        data_s=data_s, **extra)
             if i == spec.warmup:
                 events.emit("phase", name="warmup", state="end")
                 events.emit("phase", name="measure", state="start")
@@ -102,15 +140,22 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     if lead:
         events.emit("phase", name="measure", state="end")
         compile_after = backend.compile_stats()
+        warnings = []
+        if loss_check is not None:
+            sentence = numerics.warning(loss_check, "training step 1")
+            if sentence:
+                warnings.append(sentence)
         summary: Dict[str, Any] = {
             "world_size": world,
             "batch_size": spec.batch_size,
             "global_batch": global_batch,
-            "input_shape": [channels, height, width],
-            "num_classes": num_classes,
+            "model": model_block,
+            "tokens_per_sample": tokens_per_sample,
             "param_dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
             "data": data,
             "backend": backend.describe(),
+            "check": loss_check,
+            "warnings": warnings,
             "compile_seconds": (compile_after["seconds"] - compile_before["seconds"])
             if compile_after and compile_before else 0.0,
             "compile_count": (compile_after["count"] - compile_before["count"])
@@ -118,3 +163,9 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         }
         with open(summary_path, "w") as handle:
             json.dump(summary, handle)
+
+
+def _has_dropout(module: Any) -> bool:
+    import torch
+
+    return any(isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in module.modules())

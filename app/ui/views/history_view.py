@@ -111,7 +111,8 @@ class HistoryView(QWidget):
         self.count.setToolTip(f"runs shown by the filter, of the store's newest {limit}")
         self.refresh_button = self._button("Refresh", "read the run store again (F5)")
         self.compare_button = self._button("Compare", "compare the selected runs: speed, cost, price-performance")
-        self.rerun_button = self._button("Re-run", "run the selected run's spec again on its host")
+        self.rerun_button = self._button("Re-run", "run the selected run's spec again on its host (a model file: "
+                                                   "the copy stored with the run, whatever the file on disk holds now)")
         self.reattach_button = self._button("Re-attach", "follow an unfinished run again from the last event "
                                                          "stored (only for runs that did not end)")
         self.declare_button = self._button("Declare instance type…", DECLARE_TIP)

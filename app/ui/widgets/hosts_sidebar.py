@@ -19,6 +19,11 @@ from app.ui import theme
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
+def libraries_line(env: dict[str, Any]) -> str:
+    """torch, torchvision, timm and transformers as a probe reported them, e.g. ``torch 2.9.0 · timm N/A · ...``."""
+    return " · ".join(f"{key} {env.get(key) or 'N/A'}" for key in ("torch", "torchvision", "timm", "transformers"))
+
+
 @dataclass
 class HostRow:
     """What the sidebar knows of a host: its profile, and what its last probe said."""
@@ -58,6 +63,10 @@ class HostRow:
         usd = self.price.usd_per_hour if self.price is not None else None
         price = "N/A" if usd is None else f"${usd:.3f}"
         return f"{kind} · {self.accelerators()} · {price}/h"
+
+    def libraries(self) -> str:
+        """The model stack the last probe found, N/A for what is missing (the row's tooltip says it)."""
+        return libraries_line(self.env or {})
 
     def price_note(self) -> str:
         """Where the price comes from (or why there is none): the row's tooltip says it."""
@@ -133,7 +142,8 @@ class HostsSidebar(QListWidget):
         item.setText(f"{row.title}\n{row.detail()}")
         item.setIcon(QIcon(theme.status_dot(row.status, self.palette())))
         tip = row.profile.name if row.profile.local else row.profile.address
-        lines = [tip, row.price_note()] + ([row.problem] if row.problem else [])
+        lines = [tip, row.price_note()] + ([row.libraries()] if row.env else [])
+        lines += [row.problem] if row.problem else []
         item.setToolTip("\n".join(lines))
 
     def _on_item_changed(self, _item: QListWidgetItem) -> None:

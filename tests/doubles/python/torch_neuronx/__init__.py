@@ -9,8 +9,10 @@ and the batch it is fed.  What it replaces, and how:
   module that runs on a NeuronCore; here it is a TorchScript trace that runs on the CPU.  Both are
   saved with ``torch.jit.save`` and loaded with ``torch.jit.load``.
 - ``DataParallel(module, device_ids, set_dynamic_batching=...)``: the real one loads one copy of the
-  module per NeuronCore and splits each input along dim 0 over them; with dynamic batching off the
-  input must be exactly (cores x the traced batch).  Here the copies are the same CPU module.
+  module per NeuronCore and splits each input tensor along dim 0 over them (a call takes the inputs
+  positionally, as the traced module does); with dynamic batching off each input must be exactly
+  (cores x the traced batch).  Outputs (a tensor or a tuple of them) are joined along dim 0 again.
+  Here the copies are the same CPU module.
 
 Every call is appended to the file named by ``NEURONBENCH_FAKE_NEURONX_LOG`` (if set), one JSON
 object a line, so a test can check what the backend asked of torch_neuronx.
@@ -36,7 +38,8 @@ def _batch(inputs):
 def trace(func, example_inputs, *_args, **_kwargs):
     import torch
 
-    _record(call="trace", batch=_batch(example_inputs), pid=os.getpid())
+    _record(call="trace", batch=_batch(example_inputs), pid=os.getpid(),
+            inputs=len(example_inputs) if isinstance(example_inputs, (tuple, list)) else 1)
     with torch.no_grad():
         return torch.jit.trace(func, example_inputs, check_trace=False)
 
@@ -53,16 +56,18 @@ class DataParallel:
         self.traced_batch = None
         _record(call="DataParallel", cores=self.device_ids, dynamic=bool(set_dynamic_batching))
 
-    def __call__(self, inputs):
+    def __call__(self, *inputs):
         import torch
 
         batch, cores = _batch(inputs), len(self.device_ids)
         if not self.dynamic and batch % cores:
             raise RuntimeError(f"DataParallel with dynamic batching off needs a batch divisible by the {cores} "
                                f"NeuronCores, got {batch}")
-        chunks = torch.chunk(inputs, cores, dim=0)
-        outputs = [self.module(chunk) for chunk in chunks]
+        per_input = [torch.chunk(x, cores, dim=0) for x in inputs]
+        outputs = [self.module(*parts) for parts in zip(*per_input, strict=True)]
         if self.traced_batch is None:
-            self.traced_batch = [int(chunk.shape[0]) for chunk in chunks]
-            _record(call="DataParallel.forward", batch=batch, per_core=self.traced_batch)
+            self.traced_batch = [int(chunk.shape[0]) for chunk in per_input[0]]
+            _record(call="DataParallel.forward", batch=batch, per_core=self.traced_batch, inputs=len(inputs))
+        if isinstance(outputs[0], tuple):
+            return tuple(torch.cat(parts, dim=0) for parts in zip(*outputs, strict=True))
         return torch.cat(outputs, dim=0)

@@ -1,0 +1,175 @@
+"""Any model a user brings, run for real on this computer: torchvision, Hugging Face transformers (tiny
+configs in tests/data/models, random weights), the user's own file; each checked against eager."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from remote_agent.protocol import iter_events
+from tests.conftest import DATA
+
+pytestmark = pytest.mark.slow
+MODELS = DATA / "models"
+QUICK_INFER = ["--workload", "infer", "--warmup", "2", "--min-iters", "20", "--duration", "0.2", "--json"]
+
+
+def _only(out):
+    assert out.code == 0, out.stderr
+    [result] = out.json()
+    assert result["status"] == "ok", result["error"]
+    return result
+
+
+def test_a_bert_config_traced_over_a_batch_and_sequence_length_sweep(run_cli, tmp_path):
+    events = tmp_path / "events.jsonl"
+    out = run_cli("run", "--host", "local", "--model", f"hf:{MODELS / 'tiny-bert'}", "--task", "classification",
+                  "--backend", "cpu", "--batch-sizes", "1,4", "--seq-lens", "16,32", *QUICK_INFER,
+                  "--events", str(events))
+    result = _only(out)
+    model = result["model"]
+    config_text = (MODELS / "tiny-bert" / "config.json").read_bytes()
+    assert model["source"] == "hf" and model["class"] == "BertForSequenceClassification"
+    assert model["config"]["sha256"] == hashlib.sha256(config_text).hexdigest()
+    assert model["parameters"] == 36770  # embeddings, 2 layers, pooler, a 2-label head: exact, reproducible
+    assert [i["name"] for i in model["inputs"]] == ["input_ids", "attention_mask", "token_type_ids"]
+    assert model["libraries"]["transformers"] == "4.56.2"
+    # One compiled artefact per static shape: every batch size at every sequence length.
+    shapes = [(row["batch_size"], row["seq_len"]) for row in result["infer"]]
+    assert shapes == [(1, 16), (1, 32), (4, 16), (4, 32)]
+    for row in result["infer"]:
+        assert row["tokens_per_s"] == pytest.approx(row["throughput_per_s"] * row["seq_len"])
+        check = row["check"]
+        assert check["agrees"] is True and check["finite"] and check["inputs"] == 3
+        assert check["max_rel_err"] <= check["tolerance"] == 1e-3
+    # The spec the host echoes names the config by its hash; its text stays out of the event log.
+    hello = next(iter_events(events.read_bytes().splitlines()))
+    assert hello["spec"]["model_file"]["sha256"] == model["config"]["sha256"]
+    assert "text" not in hello["spec"]["model_file"]
+    assert "compiled (batch 4, seq 32)" in out.stderr  # progress names each static shape
+
+
+def test_a_causal_lm_trains_on_xla_with_its_own_loss_and_tokens_per_second(run_cli):
+    out = run_cli("run", "--host", "local", "--workload", "train", "--model", f"hf:{MODELS / 'tiny-gpt2'}",
+                  "--task", "causal-lm", "--seq-len", "32", "--backend", "xla", "--batch-size", "2",
+                  "--steps", "8", "--warmup", "2", "--workers", "0", "--json")
+    result = _only(out)
+    train = result["train"]
+    assert result["model"]["class"] == "GPT2LMHeadModel" and result["model"]["seq_len"] == 32
+    assert train["compile"]["steps"] and train["window"][0] > max(train["compile"]["steps"])
+    assert train["tokens_per_sample"] == 32
+    assert train["throughput_tokens_per_s"] == pytest.approx(train["throughput_samples_per_s"] * 32)
+    # The first step's loss (labels = input_ids, shifted inside the model) matches eager CPU fp32; a
+    # random-weight LM over a 512-token vocabulary starts near ln(512).
+    check = train["check"]
+    assert check["finite"] and check["agrees"] is True
+    assert 5.0 < check["loss"] < 7.5
+
+
+def test_a_torchvision_classifier_from_its_registry(run_cli):
+    result = _only(run_cli("run", "--host", "local", "--model", "torchvision:mobilenet_v3_small", "--model-arg",
+                           "num_classes=10", "--backend", "cpu", "--batch-sizes", "2", *QUICK_INFER))
+    assert result["model"]["source"] == "torchvision" and result["model"]["class"] == "MobileNetV3"
+    assert result["model"]["inputs"] == [{"name": "x", "shape": [2, 3, 224, 224], "dtype": "float32"}]
+    [row] = result["infer"]
+    assert row["seq_len"] is None and row["tokens_per_s"] is None and row["check"]["agrees"] is True
+
+
+def test_a_users_own_file_trains_with_its_loss_and_serves(run_cli):
+    path = MODELS / "two_tower.py"
+    train = _only(run_cli("run", "--host", "local", "--workload", "train", "--model", f"file:{path}",
+                          "--model-arg", "hidden=16", "--backend", "cpu", "--batch-size", "8", "--steps", "6",
+                          "--warmup", "1", "--workers", "0", "--json"))
+    model = train["model"]
+    assert model["source"] == "file" and model["class"] == "TwoTower" and model["function"] == "build"
+    assert model["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert model["parameters"] == 2 * (16 * 16 + 16 + 16 * 8 + 8)  # hidden=16 reached build()
+    assert train["train"]["check"]["agrees"] is True and train["train"]["throughput_tokens_per_s"] is None
+
+    infer = _only(run_cli("run", "--host", "local", "--model", f"file:{path}", "--backend", "cpu",
+                          "--batch-sizes", "4", *QUICK_INFER))
+    assert [i["name"] for i in infer["model"]["inputs"]] == ["input0", "input1"]
+    assert infer["infer"][0]["check"]["agrees"] is True
+
+
+def test_a_file_with_dict_inputs_and_a_sequence_length_reports_tokens(run_cli):
+    result = _only(run_cli("run", "--host", "local", "--workload", "train", "--model",
+                           f"file:{MODELS / 'tagger.py'}:make_model", "--seq-len", "20", "--backend", "cpu",
+                           "--batch-size", "4", "--steps", "5", "--warmup", "1", "--workers", "0", "--json"))
+    assert [i["name"] for i in result["model"]["inputs"]] == ["tokens", "mask", "tags"]
+    assert result["model"]["inputs"][0]["shape"] == [4, 20]  # --seq-len reached make_model(seq_len=20)
+    assert result["train"]["throughput_tokens_per_s"] == pytest.approx(
+        result["train"]["throughput_samples_per_s"] * 20)
+
+
+def test_a_model_whose_trace_is_wrong_is_flagged_and_its_figures_kept(run_cli, tmp_path):
+    events = tmp_path / "events.jsonl"
+    out = run_cli("run", "--host", "local", "--model", f"file:{MODELS / 'branchy.py'}", "--backend", "cpu",
+                  "--batch-sizes", "4", *QUICK_INFER[:-1], "--events", str(events))
+    assert out.code == 0, out.stderr  # the benchmark ran: its figures stand, with the warning beside them
+    [result] = [e["result"] for e in iter_events(events.read_bytes().splitlines()) if e["type"] == "result"]
+    [row] = result["infer"]
+    assert row["throughput_per_s"] > 0
+    check = row["check"]
+    assert check["agrees"] is False and check["finite"] and check["max_rel_err"] > 1
+    assert any("disagrees with the eager model" in w for w in result["warnings"])
+    summary = out.stdout + out.stderr
+    assert "WRONG" in summary and "DISAGREES" in summary and "warning: batch 4: the compiled model disagrees" in summary
+
+
+def test_the_check_can_be_left_out(run_cli):
+    result = _only(run_cli("run", "--host", "local", "--model", f"file:{MODELS / 'branchy.py'}", "--backend",
+                           "cpu", "--batch-sizes", "2", "--no-check", *QUICK_INFER))
+    assert result["spec"]["check"] is False and result["infer"][0]["check"] is None and not result["warnings"]
+
+
+def test_a_stored_run_keeps_the_file_it_ran(run_cli, tmp_path, app_paths):
+    """The run store keeps the file's text, so a run can be repeated after the file changed."""
+    from app.services.store import RunStore
+
+    path = tmp_path / "net.py"
+    path.write_text((MODELS / "two_tower.py").read_text())
+    result = _only(run_cli("run", "--host", "local", "--model", f"file:{path}", "--backend", "cpu",
+                           "--batch-sizes", "2", *QUICK_INFER))
+    original = path.read_text()
+    path.write_text("raise SystemExit('changed since')\n")
+    with RunStore(app_paths.runs_db) as store:
+        stored = store.load(result["run_id"])
+    assert stored.spec["model_file"]["text"] == original
+    assert json.loads(json.dumps(stored.spec))["model_file"]["sha256"] == result["model"]["sha256"]
+
+
+def test_text_models_are_priced_per_token_and_a_wrong_compile_is_marked_in_compare_and_reports(run_cli, tmp_path):
+    assert run_cli("hosts", "add", "here", "--local", "--instance-type", "inf2.xlarge", "--region",
+                   "us-east-1").code == 0
+    bert = _only(run_cli("run", "--host", "here", "--model", f"hf:{MODELS / 'tiny-bert'}", "--seq-lens", "16,32",
+                         "--backend", "cpu", "--batch-sizes", "2", *QUICK_INFER))
+    for row in bert["cost"]["usd_per_1m_inferences"]:
+        assert row["usd_per_1m_tokens"] == pytest.approx(row["usd_per_1m"] / row["seq_len"])
+    out = run_cli("run", "--host", "here", "--model", f"file:{MODELS / 'branchy.py'}", "--backend", "cpu",
+                  "--batch-sizes", "2", *QUICK_INFER)
+    branchy = out.json()[0]
+
+    doc = run_cli("compare", bert["run_id"], branchy["run_id"], "--json").json()
+    by_seq = {row["seq_len"]: row for row in doc["rows"] if row["run_id"] == bert["run_id"]}
+    assert set(by_seq) == {16, 32}
+    for seq, row in by_seq.items():
+        assert row["tokens_per_s"] == pytest.approx(row["throughput"] * seq)
+        assert row["usd_per_1m_tokens"] == pytest.approx(row["usd_per_1m"] / seq)
+        assert row["check_agrees"] is True
+    [wrong] = [row for row in doc["rows"] if row["run_id"] == branchy["run_id"]]
+    assert wrong["check_agrees"] is False and wrong["tokens_per_s"] is None
+    text = run_cli("compare", bert["run_id"], branchy["run_id"]).stdout
+    assert "TOKENS/s" in text and "WRONG" in text
+
+    html = tmp_path / "report.html"
+    assert run_cli("report", bert["run_id"], branchy["run_id"], "--format", "html", "--output", str(html)).code == 0
+    page = html.read_text()
+    assert "$ per 1M tokens" in page and "WRONG" in page and "the compiled model&#x27;s answers differ" in page
+    csv_path = tmp_path / "report.csv"
+    assert run_cli("report", bert["run_id"], branchy["run_id"], "--format", "csv", "--output", str(csv_path)).code == 0
+    import csv
+    lines = list(csv.DictReader(csv_path.open()))
+    assert {line["check_agrees"] for line in lines} == {"True", "False"}
+    assert {line["seq_len"] for line in lines} == {"16", "32", "N/A"}
