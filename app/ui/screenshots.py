@@ -17,7 +17,6 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -25,7 +24,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import paramiko
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QStyleFactory, QWidget
 
 from app.core.ec2_launch import Ec2Launch
@@ -49,6 +47,7 @@ from app.ui.dialogs.launch_confirm import launch_question
 from app.ui.dialogs.ssh_questions import HostKeyDialog, changed_host_key_box
 from app.ui.main_window import MainWindow
 from app.ui.screenshot_models import ModelShots
+from app.ui.screenshot_steps import run_from_button, settle, wait_until
 from app.ui.settings import AppSettings
 from app.ui.views.compare_view import CompareView
 from app.ui.views.history_view import HistoryView
@@ -67,19 +66,6 @@ class _NeverStarted(Transport):
 
     def describe(self) -> str:
         return "i-0f3c9a7e51b2d4c68 (trn1.2xlarge in us-east-1)"
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"screenshots: gave up waiting for {what} after {timeout:.0f} s")
-        QTest.qWait(25)
-
-
-def settle(ms: int = 300) -> None:
-    """Let the redraw timer tick and layouts settle before grabbing."""
-    QTest.qWait(ms)
 
 
 def save(widget: QWidget, out: Path, name: str, saved: list[Path]) -> None:
@@ -105,12 +91,6 @@ def fill_tiny(window: MainWindow, workload: str, **values) -> None:
             "backend": "cpu", "precision": "fp32", "workers": 0, "warmup": 3}
     form.update(values)
     window.workload.set_form_values(form)
-
-
-def run_from_button(window: MainWindow, timeout: float = 180) -> None:
-    wait_until(lambda: window.run_button.isEnabled(), 30, "the Run button")
-    window.run_button.click()
-    wait_until(lambda: bool(window.runs.views) and not window.runs.active_views(), timeout, "the run to finish")
 
 
 def replay_job(window: MainWindow, events_file: str, title: str, samples: list[dict], loops: int = 1,
