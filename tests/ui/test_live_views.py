@@ -263,3 +263,21 @@ def test_a_run_that_failed_before_measuring_says_so_on_its_status_line(make_wind
     text = view.figures.text()
     assert text == "no figures: the run failed (setup failed: AcceleratorError: CUDA error: invalid device ordinal)"
     assert "step time" not in text and "throughput" not in text
+
+
+def test_a_finished_text_model_sweep_keeps_tokens_per_s_the_length_and_the_check(make_window, qtbot):
+    provider = PricedReplayHosts("inf2.xlarge",
+                                 inf2=replay_transport(recorded("infer-hf-tiny-bert-sweep.events.jsonl")))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("inf2", True)
+    (view,) = run_to_the_end(window, qtbot)
+    text = view.figures.text()
+    result = view.state.result
+    cost = {(c["batch_size"], c["seq_len"]): c["usd_per_1m"] for c in result["cost"]["usd_per_1m_inferences"]}
+    for row in result["infer"]:
+        latency = row["latency_ms"]
+        rough = "" if row["p99_reliable"] else " (rough: under 100 requests)"
+        assert (f"batch {row['batch_size']} seq {row['seq_len']}: p50 <b>{latency['p50']:.2f} ms</b>, "
+                f"p99 <b>{latency['p99']:.2f} ms</b>{rough}, <b>{row['throughput_per_s']:.1f} samples/s</b> · "
+                f"<b>{row['tokens_per_s']:,.0f} tokens/s</b>, "
+                f"<b>{usd(cost[row['batch_size'], row['seq_len']])}</b> per 1M inferences, check <b>ok</b>") in text
