@@ -1,17 +1,18 @@
 """History lists what the store holds without a Refresh: at start, when shown, and runs the CLI records meanwhile."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from app.services.pricing import load_pricebook
+from app.services.recorder import RunRecorder
 from app.services.store import RunStore
 from app.ui.models.runs_table import COLUMNS
 from tests.helpers import tiny_model_flags
-from tests.ui.stored_runs import stored_runs  # noqa: F401
+from tests.ui.conftest import recorded
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,18 +27,28 @@ def statuses(view) -> list[str]:
     return [view.proxy.index(row, COLUMNS.index("Status")).data() for row in range(view.proxy.rowCount())]
 
 
-def test_runs_stored_before_the_app_opened_are_listed_at_once(make_window, qtbot, app_paths,
-                                                                stored_runs):  # noqa: F811
-    app_paths.runs_db.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in ("", "-wal", "-shm"):  # yesterday's store
-        source = Path(f"{stored_runs.paths.runs_db}{suffix}")
-        if source.exists():
-            shutil.copy(source, f"{app_paths.runs_db}{suffix}")
+def record(paths, name: str, host: str, run_id: str, instance_type: str) -> None:
+    """Store a recorded real run as ``neuronbench run`` stores it (every event, then the priced Result)."""
+    events = recorded(name)
+    result = next(e for e in events if e["type"] == "result")["result"]
+    with RunStore(paths.runs_db) as store:
+        recorder = RunRecorder.start(store, load_pricebook(paths), host, result["spec"], run_id,
+                                     declared_type=instance_type, declared_region="us-east-1")
+        for event in events:
+            recorder(event)
+        recorder.finish(dict(result, run_id=run_id, host=host))
+
+
+def test_runs_stored_before_the_app_opened_are_listed_at_once(make_window, qtbot, app_paths):
+    # Yesterday's store: three real runs (recorded streams), stored as the CLI stores them.
+    record(app_paths, "train-cpu-tiny.events.jsonl", "trn1-box", "20261123-080000-aaaaaa", "trn1.2xlarge")
+    record(app_paths, "train-xla-tiny.events.jsonl", "trn1-box", "20261123-090000-bbbbbb", "trn1.2xlarge")
+    record(app_paths, "infer-cpu-tiny.events.jsonl", "inf2-box", "20261123-100000-cccccc", "inf2.xlarge")
     window = make_window()
     history = window.history
     # Nobody clicks Refresh, nor even opens the tab: the store was read when the app started.
     qtbot.waitUntil(lambda: history.model.rowCount() == 3, timeout=15_000)
-    assert history.count.text() == "3 runs"
+    assert history.count.text() == "3 runs" and statuses(history) == ["ok", "ok", "ok"]
     window.tabs.setCurrentIndex(history_tab(window))
     assert history.model.rowCount() == 3
 
