@@ -12,6 +12,7 @@ import time
 from typing import List, Optional
 
 from remote_agent.protocol import check_run_id
+from remote_agent.slurm_job import job_alive
 
 
 def agent_home() -> str:
@@ -154,9 +155,7 @@ def supervisor_alive(run: RunDir) -> bool:
     except (OSError, ValueError, IndexError):
         return False
     if len(parts) > 2 and parts[2] != this_host():
-        from remote_agent.slurm_node import job_alive
-
-        return job_alive(run)
+        return job_alive(run.path)
     return process_start_time(int(pid_text)) == started
 
 

@@ -29,7 +29,7 @@ def run_slurm(args: argparse.Namespace, spec: RunSpec, paths: AppPaths, prompts:
               events_file: Callable[[dict[str, Any]], None], warn: Callable[[str], None],
               group: RunGroup) -> list[dict[str, Any]] | None:
     assert profile.slurm is not None
-    spec = slurm_spec(spec, profile, args.nnodes)
+    spec = slurm_spec(spec, profile.name, profile.instance_type, args.nnodes)
     transport = transport_for_profile(profile, paths, prompts)
     store, book = open_recording(paths, warn)
     try:

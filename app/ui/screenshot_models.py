@@ -3,7 +3,7 @@ and live views of real tiny runs on this computer of a Hugging Face config (toke
 file whose trace is wrong (the numerical check's marks).
 
 A mixin of ``app.ui.screenshots.Shots`` (which had grown past 500 lines): it uses that class's
-``window`` and ``save``, and the module's helpers, imported when a shot runs (the module imports this one).
+``window`` and ``save``, and the waiting steps of ``app.ui.screenshot_steps``, below both modules.
 """
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from pathlib import Path
 
 from PySide6.QtGui import QPainter, QPixmap
 from PySide6.QtWidgets import QSplitter
+
+from app.ui.screenshot_steps import run_from_button, settle
 
 MODELS = Path(__file__).resolve().parents[2] / "tests" / "data" / "models"
 
@@ -23,8 +25,6 @@ class ModelShots:
 
     def shot_24_model_sources(self) -> None:
         """The workload form with each model source (and a folder without config.json), side by side."""
-        from app.ui.screenshots import settle
-
         window = self.window(probe_hosts=False)  # type: ignore[attr-defined]
         form = window.workload
         forms = (
@@ -61,8 +61,6 @@ class ModelShots:
         window.close()
 
     def _model_run(self, model: str, name: str, tab: str, **values) -> None:
-        from app.ui.screenshots import run_from_button
-
         window = self.window(probe_hosts=False)  # type: ignore[attr-defined]
         form = {"preset": "", "workload": "infer", "model": model, "model_args": "", "backend": "cpu",
                 "precision": "fp32", "warmup": 3, "min_iters": 50, "duration": 1.5, "task": "", "seq_lens": "",

@@ -41,7 +41,10 @@ def test_a_tiny_hugging_face_run_shows_tokens_per_second(make_window, qtbot):
     # the status line: tokens/s beside samples/s (the latest window's, 64 tokens a sample)
     samples, tokens = view.state.latest_throughput(), view.state.latest_tokens_per_s()
     assert tokens == pytest.approx(64 * samples)
-    assert f"{samples:,.1f} samples/s</b> · <b>{tokens:,.0f} tokens/s" in view.figures.text()
+    assert f"{samples:,.1f} samples/s</b> · <b>{tokens:,.0f} tokens/s" in view.live_text()
+    # ...and once finished, the Result's: its own throughput and tokens/s for the one artefact
+    assert f"<b>{measured['throughput_per_s']:.1f} samples/s</b> · <b>{measured['tokens_per_s']:,.0f} tokens/s</b>" \
+        in view.figures.text()
     # one row for the one artefact (its length learnt after setup), with the Result's figures; the check agreed
     table = view.sweep_table
     assert table.rowCount() == 1 and table.cell_text(0, "Seq") == "64"

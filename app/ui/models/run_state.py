@@ -161,6 +161,11 @@ class LiveRunState:
         self._log(self.last_t, level, message)
         self.version += 1
 
+    def take_result(self, result: dict[str, Any]) -> None:
+        """The Result as the app recorded it (priced), which replaces the one the stream carried."""
+        self.result = result
+        self.version += 1
+
     def take_new_logs(self) -> list[tuple[float, str, str]]:
         new, self._new_logs = self._new_logs, []
         return new

@@ -34,6 +34,7 @@ from app.core.step_window import ROLLING_STEPS
 from app.services.ec2.lease import STAGES as LAUNCH_STAGES
 from app.ui import theme
 from app.ui.bridge import QUEUED, RunJob
+from app.ui.models.result_line import result_line
 from app.ui.models.run_state import LiveRunState, missing_reason
 from app.ui.widgets.charts import (
     live_curve,
@@ -260,7 +261,7 @@ class LiveRunView(QFrame):
 
     @Slot(object)
     def on_done(self, result: dict[str, Any]) -> None:
-        self.state.result = result
+        self.state.take_result(result)  # the priced Result: the status line shows its figures
         self.state.sweep.on_result(result)  # the Result's figures and checks for every row
         if self.state.status not in ("ok", "failed", "cancelled"):
             self.state.mark(str(result.get("status")), str(result.get("status")))
@@ -377,6 +378,12 @@ class LiveRunView(QFrame):
         set_title(self.host_plot, keyed(HOST_TITLE, pal) + note, pal)
 
     def _figures_text(self) -> str:
+        if self.state.finished and self.state.result is not None:
+            return result_line(self.state.result)  # the Result's figures, not the last rolling window's
+        return self.live_text()
+
+    def live_text(self) -> str:
+        """The status line while the run goes on: the rolling figures and the host's newest sample."""
         state = self.state
         parts = []
         if state.spec.workload == "train":
