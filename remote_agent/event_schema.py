@@ -69,7 +69,7 @@ SPEC = {  # a RunSpec as events and Results carry it (RunSpec itself checks the 
     "?workload": "str?", "?model": "str?", "?model_args": "obj?", "?backend": "str?", "?precision": "str?",
     "?batch_sizes": ["int+"], "?seq_lens": nullable(["int+"]), "?task": "str?", "?steps": "int?",
     "?warmup": "int?", "?duration": "num?", "?min_iters": "int?", "?nproc": "int+", "?nnodes": "int+?",
-    "?data": "str?",
+    "?data": "str?", "?model_file": nullable({"?name": "str?", "?sha256": "str?", "?bytes": "int?"}),
 }
 ENV = {  # the probe of a host
     "?hostname": "str?", "?os": "str?", "?python": nullable({"?version": "str?", "?executable": "str?"}),

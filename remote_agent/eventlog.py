@@ -1,13 +1,16 @@
 """Writing events: the run's sequenced log, and the workers' unsequenced side files."""
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 import threading
 import time
-from typing import IO, Any, Dict, Optional
+from typing import IO, Any, Callable, Dict, Optional
 
 import remote_agent
+from remote_agent.diskspace import LineAppender, is_disk_full
 from remote_agent.protocol import PROTOCOL_VERSION, encode, finite, make_event
 
 
@@ -15,25 +18,42 @@ class EventLog:
     """Assigns ``seq`` and appends each event to a binary stream, flushed at once.
 
     Thread-safe: the supervisor's relay loop, its stderr reader and the telemetry
-    sampler all emit through one EventLog.
+    sampler all emit through one EventLog.  An event is written whole or not at
+    all.  With ``on_full``, an event the full disk refused is dropped (its seq is
+    the next event's) and ``on_full()`` is called, instead of raising in whichever
+    thread emitted it.
     """
 
-    def __init__(self, stream: IO[bytes], next_seq: int = 1) -> None:
+    def __init__(self, stream: IO[bytes], next_seq: int = 1,
+                 on_full: Optional[Callable[[], None]] = None) -> None:
         self._stream = stream
+        self._lines = LineAppender(stream)
         self._seq = next_seq
         self._lock = threading.Lock()
+        self.on_full = on_full
 
     @classmethod
     def open(cls, path: str, next_seq: int = 1) -> EventLog:
         return cls(open(path, "ab", buffering=0), next_seq)
 
-    def emit(self, type_: str, t: Optional[float] = None, **payload: Any) -> Dict[str, Any]:
+    def emit(self, type_: str, t: Optional[float] = None, **payload: Any) -> Optional[Dict[str, Any]]:
         with self._lock:
             event = make_event(type_, self._seq, t, **payload)
-            self._stream.write(encode(event))
-            self._stream.flush()
-            self._seq += 1
-            return event
+            try:
+                whole = self._lines.append(encode(event))
+                self._stream.flush()
+            except OSError as exc:
+                if self.on_full is None or not is_disk_full(exc):
+                    raise
+                whole, event = False, None  # not begun: dropped, and its seq is the next event's
+            else:
+                self._seq += 1  # begun: it is the log's, its rest written first once there is room
+            if whole:
+                return event
+            if self.on_full is None:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.on_full()  # outside the lock: it may stop the workload, whose last words are emitted here too
+        return event
 
     def close(self) -> None:
         self._stream.close()
@@ -57,6 +77,7 @@ class WorkerEvents:
 
     def __init__(self, path: str) -> None:
         self._file = open(path, "ab", buffering=0)
+        self._lines = LineAppender(self._file)
         self._lock = threading.Lock()
 
     def emit(self, type_: str, t: Optional[float] = None, **payload: Any) -> None:
@@ -64,7 +85,8 @@ class WorkerEvents:
         event.update(payload)
         line = json.dumps(finite(event), separators=(",", ":"), allow_nan=False, default=str) + "\n"
         with self._lock:
-            self._file.write(line.encode("utf-8"))
+            if not self._lines.append(line.encode("utf-8")):  # never two lines run together for the supervisor
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     def close(self) -> None:
         self._file.close()

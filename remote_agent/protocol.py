@@ -186,7 +186,7 @@ class RunSpec:
         "the model under test: a timm name (vit_base_patch16_224, the seed's ViT), torchvision:NAME, "
         "hf:HUB_ID or hf:LOCAL_CONFIG_DIR (transformers, random weights from the config), or "
         "file:PATH.py[:FUNCTION] (your own file: FUNCTION(batch_size, **model_args) returns "
-        "{'model', 'inputs'[, 'loss']})", "--model"))
+        "{'model', 'inputs'[, 'loss'][, 'tokens_per_sample']}; a seq_len parameter gets --seq-len)", "--model"))
     model_args: Dict[str, Any] = field(default_factory=dict, metadata=_help(
         "keyword arguments for the model: timm.create_model's (img_size=32 depth=2), torchvision's "
         "get_model's (num_classes=10), config overrides for hf: (num_hidden_layers=4), or your "

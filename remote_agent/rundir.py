@@ -12,6 +12,7 @@ import time
 from typing import List, Optional
 
 from remote_agent.protocol import check_run_id
+from remote_agent.slurm_job import job_alive
 
 
 def agent_home() -> str:
@@ -131,9 +132,14 @@ def write_pid_file(run: RunDir, pid: int) -> None:
     # one never truncates the other's half-written file, and readers only ever see a whole one.
     # The host name: a Slurm node's run folder is read from the login node too (a shared home).
     tmp = "%s.tmp%d" % (run.pid_file, os.getpid())
-    with open(tmp, "w") as handle:
-        handle.write("%d %s %s\n" % (pid, process_start_time(pid) or "?", this_host()))
-    os.replace(tmp, run.pid_file)
+    try:
+        with open(tmp, "w") as handle:
+            handle.write("%d %s %s\n" % (pid, process_start_time(pid) or "?", this_host()))
+        os.replace(tmp, run.pid_file)
+    except OSError:
+        if os.path.exists(tmp):  # a full disk: no empty leftover
+            os.unlink(tmp)
+        raise
 
 
 def supervisor_alive(run: RunDir) -> bool:
@@ -149,9 +155,7 @@ def supervisor_alive(run: RunDir) -> bool:
     except (OSError, ValueError, IndexError):
         return False
     if len(parts) > 2 and parts[2] != this_host():
-        from remote_agent.slurm_node import job_alive
-
-        return job_alive(run)
+        return job_alive(run.path)
     return process_start_time(int(pid_text)) == started
 
 

@@ -10,12 +10,21 @@ import threading
 import time
 from typing import IO, Any, Optional
 
+from remote_agent.diskspace import RESERVE_BYTES, Reserve, free_space, full_sentence, is_disk_full, preflight_problem
 from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.follow import follow
 from remote_agent.launch import agent_command, child_env
 from remote_agent.orphan import ENV_RUN_ID, run_processes, signal_all
 from remote_agent.protocol import SpecError, check_run_id, check_telemetry_period, new_run_id, parse_run_request
-from remote_agent.rundir import RunDir, remove_old_runs, supervisor_alive, supervisor_pid, tail_text, write_pid_file
+from remote_agent.rundir import (
+    RunDir,
+    remove_old_runs,
+    runs_root,
+    supervisor_alive,
+    supervisor_pid,
+    tail_text,
+    write_pid_file,
+)
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_AGENT_DIED = 0, 2, 3
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
@@ -38,10 +47,10 @@ def probe(out: IO[bytes], quick: bool = False) -> int:
     return EXIT_OK
 
 
-def _refuse(out: IO[bytes], run_id: Optional[str], message: str) -> int:
+def _refuse(out: IO[bytes], run_id: Optional[str], message: str, kind: str = "bad_spec") -> int:
     log = EventLog(out)
     _hello(log, run_id)
-    log.emit("error", kind="bad_spec", message=message, detail="")
+    log.emit("error", kind=kind, message=message, detail="")
     log.emit("end", status="failed")
     return EXIT_BAD_INPUT
 
@@ -59,9 +68,37 @@ def _died(run: RunDir, pid: Optional[int], code: Optional[int]) -> int:
         how = "is no longer running"
     sys.stderr.write("--- agent.log ---\n%s\n--- stderr.log (tail) ---\n%s\n"
                      % (tail_text(run.agent_log).strip(), tail_text(run.stderr_log).strip()))
+    if _disk_full(run.path):  # it could not even write its last events: that is the reason to give
+        sys.stderr.write("%s (its supervisor, pid %s, %s)\n" % (full_sentence(run.path), pid, how))
+        return EXIT_AGENT_DIED
     sys.stderr.write("its supervisor (pid %s) %s before the run ended; the events so far are in %s\n"
                      % (pid, how, run.events))
     return EXIT_AGENT_DIED
+
+
+def _disk_full(path: str) -> bool:
+    try:
+        free, inodes = free_space(path)
+    except OSError:
+        return False
+    return free < RESERVE_BYTES or inodes == 0
+
+
+def _create_run_dir(run_dir: RunDir, spec: Any, node: Any) -> None:
+    """The run folder with its spec, placement and space reserve; nothing of it is left if the disk is full."""
+    run_dir.create()
+    try:
+        Reserve(run_dir.path).make()  # first: the room the run's last events will need
+        with open(run_dir.spec, "w") as handle:
+            json.dump(spec.to_dict(), handle, indent=1)
+        if node is not None:
+            with open(run_dir.node, "w") as handle:
+                json.dump(node.to_dict(), handle, indent=1)
+    except OSError:
+        import shutil
+
+        shutil.rmtree(run_dir.path, ignore_errors=True)
+        raise
 
 
 def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
@@ -77,16 +114,18 @@ def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
     except (SpecError, ValueError) as exc:
         return _refuse(out, run_id if run_id else None, "bad run spec: %s" % exc)
     remove_old_runs()
+    problem = preflight_problem(runs_root())
+    if problem is not None:
+        return _refuse(out, run_id, problem, kind="runtime")
     run_dir = RunDir.for_id(run_id)
     try:
-        run_dir.create()
+        _create_run_dir(run_dir, spec, node)
     except FileExistsError:
         return _refuse(out, run_id, "run %s already exists on this host; attach to it instead" % run_id)
-    with open(run_dir.spec, "w") as handle:
-        json.dump(spec.to_dict(), handle, indent=1)
-    if node is not None:
-        with open(run_dir.node, "w") as handle:
-            json.dump(node.to_dict(), handle, indent=1)
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        return _refuse(out, run_id, full_sentence(runs_root()), kind="runtime")
     env = child_env()
     env[ENV_RUN_ID] = run_id
     # The supervisor starts with SIGTERM/SIGINT blocked (the mask is inherited) and unblocks them once
@@ -102,10 +141,20 @@ def run(spec_text: str, run_id: Optional[str], out: IO[bytes]) -> int:
     # The hello (seq 1) is written here, not by the supervisor: the app hears that its run started
     # without waiting for a second Python to start (the supervisor waits for this line, then goes on
     # from seq 2).  The pid file too: an ``attach`` after a dropped connection sees a live run at once.
-    log = EventLog.open(run_dir.events)
-    emit_hello(log, run_id, proc.pid, spec.to_event_dict())
-    log.close()
-    write_pid_file(run_dir, proc.pid)
+    try:
+        log = EventLog.open(run_dir.events)
+        emit_hello(log, run_id, proc.pid, spec.to_event_dict())
+        log.close()
+        write_pid_file(run_dir, proc.pid)
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        os.killpg(proc.pid, signal.SIGKILL)  # it has started nothing yet: it waits for this hello
+        proc.wait()
+        import shutil
+
+        shutil.rmtree(run_dir.path, ignore_errors=True)
+        return _refuse(out, run_id, full_sentence(runs_root()), kind="runtime")
     status = follow(run_dir.events, out, 1, alive=lambda: proc.poll() is None)
     if status is None:
         return _died(run_dir, proc.pid, proc.poll())
@@ -257,6 +306,10 @@ def stage(request_text: str, run_id: str, out: IO[bytes]) -> int:
         sys.stderr.write("bad run request: %s\n" % exc)
         return EXIT_BAD_INPUT
     job = RunDir.for_id(run_id)
+    problem = preflight_problem(runs_root())  # the nodes' run folders live there too (a shared home)
+    if problem is not None:
+        sys.stderr.write("%s\n" % problem)
+        return EXIT_BAD_INPUT
     try:
         os.makedirs(os.path.dirname(job.path), mode=0o700, exist_ok=True)
         os.mkdir(job.path, 0o700)

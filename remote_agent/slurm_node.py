@@ -15,21 +15,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
+from remote_agent.diskspace import Reserve, full_sentence, is_disk_full
 from remote_agent.eventlog import EventLog, emit_hello
+from remote_agent.multinode import free_ports
 from remote_agent.protocol import NodePlacement, RunSpec
 from remote_agent.rundir import RunDir, write_pid_file
+from remote_agent.slurm_job import SLURM_FILE
+from remote_agent.supervisor import Supervisor
 
 MASTER_FILE = "master.json"
-SLURM_FILE = "slurm.json"
-ACTIVE_STATES = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING",
-                 "SIGNALING", "STAGE_OUT")
-_SQUEUE_EVERY_S = 5.0
-_last_look: Dict[str, Any] = {}
 
 
 def node_run_id(run_id: str, index: int) -> str:
@@ -47,8 +45,6 @@ def _master(job: RunDir, rank: int, address: str, timeout_s: float) -> Dict[str,
     """Node 0 picks two free ports on its address and publishes them; the others wait for them."""
     path = os.path.join(job.path, MASTER_FILE)
     if rank == 0:
-        from remote_agent.multinode import free_ports
-
         master_port, comm_port = free_ports(address, 2)
         found = {"address": address, "master_port": master_port, "comm_port": comm_port}
         _write_json(path, found)
@@ -67,8 +63,6 @@ def _master(job: RunDir, rank: int, address: str, timeout_s: float) -> Dict[str,
 
 def node_main(run_id: str) -> int:
     """Set up this node's run folder from the job folder and the Slurm environment, then supervise it."""
-    from remote_agent.supervisor import Supervisor
-
     rank, nnodes = int(os.environ["SLURM_NODEID"]), int(os.environ["SLURM_NNODES"])
     job = RunDir.for_id(run_id)
     try:
@@ -90,6 +84,14 @@ def node_main(run_id: str) -> int:
                          name=os.environ.get("SLURMD_NODENAME") or "", rendezvous_timeout_s=timeout)
     run = RunDir.for_id(node_run_id(run_id, rank))
     run.create()
+    try:
+        Reserve(run.path).make()  # the room the run's last events need if the disk fills (diskspace.py)
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        sys.stderr.write("neuronbench: node %d: %s\n" % (rank, full_sentence(run.path)))
+        sys.stderr.flush()
+        return 1
     with open(run.spec, "w") as handle:
         json.dump(spec.to_dict(), handle, indent=1)
     _write_json(run.node, node.to_dict())
@@ -99,28 +101,3 @@ def node_main(run_id: str) -> int:
     log.close()
     write_pid_file(run, os.getpid())
     return Supervisor(run).main()
-
-
-def job_alive(run: RunDir) -> bool:
-    """Whether the Slurm job of a node's run folder is still active (asked of ``squeue`` at most every 5 s)."""
-    try:
-        with open(os.path.join(run.path, SLURM_FILE)) as handle:
-            job_id = str(json.load(handle)["job_id"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    seen = _last_look.get(job_id)
-    if seen is not None and time.monotonic() - seen[0] < _SQUEUE_EVERY_S:
-        return bool(seen[1])
-    alive = _squeue_state(job_id) in ACTIVE_STATES
-    _last_look[job_id] = (time.monotonic(), alive)
-    return alive
-
-
-def _squeue_state(job_id: str) -> Optional[str]:
-    try:
-        out = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    state = out.stdout.decode("utf-8", "replace").strip().split("\n")[0].strip()
-    return state or None

@@ -9,15 +9,17 @@ with a ``result`` and an ``end`` event whatever happens.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
 import subprocess
 import threading
 import time
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Callable, Deque, Dict, List, Optional, Set
 
 from remote_agent.capacity import multinode_problem, multinode_warnings, nproc_problem
+from remote_agent.diskspace import LineAppender, Reserve, full_sentence, is_disk_full
 from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.filewatch import FileWatch
 from remote_agent.follow import LineReader
@@ -78,19 +80,53 @@ def plan_launches(spec: RunSpec, run: RunDir, node: Optional[NodePlacement] = No
             for i, (size, length) in enumerate(shapes)]
 
 
-class StderrPump(threading.Thread):
-    """Copies a workload's output to stderr.log and streams it as ``log`` events, rate-limited."""
+# Lines of a workload's output that say its disk was full (Python's OSError, a C library's perror).
+DISK_FULL_TEXTS = (b"[Errno 28]", b"No space left on device", b"[Errno 122]", b"Disk quota exceeded")
 
-    def __init__(self, stream: Any, log_path: str, events: EventLog) -> None:
+
+class StderrPump(threading.Thread):
+    """Copies a workload's output to stderr.log and streams it as ``log`` events, rate-limited.
+
+    The last lines are also kept in memory: with the disk full, stderr.log cannot say why it stopped.
+    """
+
+    def __init__(self, stream: Any, log_path: str, events: EventLog,
+                 on_full: Optional[Callable[[], None]] = None) -> None:
         super().__init__(name="stderr-pump", daemon=True)
         self.stream, self.log_path, self.events = stream, log_path, events
+        self.on_full = on_full
+        self.last: Deque[bytes] = collections.deque(maxlen=40)
+
+    def said_disk_full(self) -> bool:
+        return any(text in line for line in list(self.last) for text in DISK_FULL_TEXTS)
+
+    def _write(self, log: Optional[LineAppender], raw: bytes) -> Optional[LineAppender]:
+        """Append to stderr.log; a full disk ends the copy (the pipe is still read, so the workload never blocks)."""
+        if log is None:
+            return None
+        try:
+            if log.append(raw):
+                return log
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+        log.handle.close()
+        if self.on_full is not None:
+            self.on_full()
+        return None
 
     def run(self) -> None:
         budget_start, sent, held = time.monotonic(), 0, 0
-        with open(self.log_path, "ab") as log:
+        log: Optional[LineAppender] = None
+        try:
+            log = LineAppender(open(self.log_path, "ab", buffering=0))
+        except OSError as exc:
+            if is_disk_full(exc) and self.on_full is not None:
+                self.on_full()
+        try:
             for raw in iter(self.stream.readline, b""):
-                log.write(raw)
-                log.flush()
+                self.last.append(raw)
+                log = self._write(log, raw)
                 now = time.monotonic()
                 if now - budget_start >= 1.0:
                     if held:
@@ -103,6 +139,9 @@ class StderrPump(threading.Thread):
                     held += 1
             if held:
                 self.events.emit("log", level="info", message="(%d more output lines in stderr.log)" % held)
+        finally:
+            if log is not None:
+                log.handle.close()
 
 
 class Supervisor:
@@ -123,6 +162,10 @@ class Supervisor:
         self.extra_env: Dict[str, str] = {}
         self.joined: Set[int] = set()  # ranks of this node whose process group came up
         self.watch: Optional[FileWatch] = None  # wakes the relay loop (set up in main())
+        self.disk_full = False  # the run folder's disk filled up: the run is being stopped
+        self.reserve = Reserve(run.path)  # made by `run`; given up to write the run's last events
+        self.pump: Optional[StderrPump] = None
+        self._full_lock = threading.Lock()
 
     # ---------------------------------------------------------------- signals
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -130,6 +173,25 @@ class Supervisor:
         proc = self.proc
         if proc is not None and proc.poll() is None:
             proc.terminate()
+
+    # ------------------------------------------------------------ full disk
+    def on_disk_full(self) -> None:
+        """A write into the run folder found its disk full (from any thread): stop the run, say why at the end.
+
+        The error event is written last, with the Result, once the reserve made room for them.
+        """
+        with self._full_lock:
+            first = not self.disk_full
+            self.disk_full = True
+        if not first:
+            return
+        self.error = self._disk_error()
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()  # torchrun passes it on to its workers; run_launch kills what stays
+
+    def _disk_error(self) -> Dict[str, Any]:
+        return {"kind": "runtime", "message": full_sentence(self.run.path), "detail": ""}
 
     # ----------------------------------------------------------------- relay
     def relay(self) -> bool:
@@ -160,6 +222,9 @@ class Supervisor:
         elif type_ == "phase":
             self.phases.append(dict(event, t=time.time() if t is None else t))
         elif type_ == "error" and self.error is None:
+            if any(text.decode() in str(event.get("message", "")) for text in DISK_FULL_TEXTS):
+                self.on_disk_full()  # a worker could not write: the sentence names the folder, not a traceback
+                return
             self.error = event
         self.events.emit(type_, t=t, **event)
 
@@ -172,13 +237,13 @@ class Supervisor:
                                      stderr=subprocess.STDOUT, env=env, cwd=self.run.path)
         self.events.emit("log", level="info", message="workload process %d started%s"
                          % (self.proc.pid, launch.describe()), pid=self.proc.pid)
-        pump = StderrPump(self.proc.stdout, self.run.stderr_log, self.events)
+        pump = self.pump = StderrPump(self.proc.stdout, self.run.stderr_log, self.events, self.on_disk_full)
         pump.start()
         watch = self.watch or self._watch_workers()
         deadline: Optional[float] = None
         while self.proc.poll() is None:
             active = self.relay()
-            if self.cancelled and deadline is None:
+            if (self.cancelled or self.disk_full) and deadline is None:
                 deadline = time.monotonic() + TERMINATE_GRACE_S
             timeout = RELAY_BACKSTOP_S
             if deadline is not None:
@@ -191,8 +256,11 @@ class Supervisor:
         self.relay()
         code = self.proc.returncode
         if code != 0 and self.error is None and not self.cancelled:
-            self.error = self._exit_error(code)
-            self.events.emit("error", **self.error)
+            if pump.said_disk_full():
+                self.on_disk_full()  # the worker died of the full disk: say that, not its traceback
+            else:
+                self.error = self._exit_error(code)
+                self.events.emit("error", **self.error)
         return code
 
     def _watch_workers(self) -> FileWatch:
@@ -300,7 +368,13 @@ class Supervisor:
         signal.signal(signal.SIGINT, self._on_signal)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})  # blocked by `run`
         self.events = self._open_log()
-        write_pid_file(self.run, os.getpid())
+        self.events.on_full = self.on_disk_full
+        try:
+            write_pid_file(self.run, os.getpid())
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            self.on_disk_full()  # `run` wrote our pid already; the run ends here, saying why
         self._watch_workers()  # before any worker writes: no event is missed
         spec_dict: Dict[str, Any] = {}
         env: Optional[Dict[str, Any]] = None
@@ -322,11 +396,11 @@ class Supervisor:
             self.events.emit("phase", name="setup", state="end")
             sizes: List[Dict[str, Any]] = []
             worker: Dict[str, Any] = {}
-            self.error = self.preflight(spec, env)
+            self.error = self.preflight(spec, env) or self.error  # a full disk already said why
             self.extra_env = node_env(self.node, spec, env)
             self.warnings.extend(multinode_warnings(spec.nnodes, spec.backend, env))
             for launch in [] if self.error else plan_launches(spec, self.run, self.node):
-                if self.cancelled:
+                if self.cancelled or self.disk_full:
                     break
                 self.run_launch(launch)
                 summary_path = self.run.worker_summary(launch.index)
@@ -348,11 +422,19 @@ class Supervisor:
         except Exception as exc:
             import traceback
 
-            self.error = {"kind": "internal", "message": "the agent failed: %s: %s" % (type(exc).__name__, exc),
-                          "detail": traceback.format_exc()}
-            self.events.emit("error", **self.error)
+            if is_disk_full(exc):
+                self.on_disk_full()
+            else:
+                self.error = {"kind": "internal", "message": "the agent failed: %s: %s"
+                              % (type(exc).__name__, exc), "detail": traceback.format_exc()}
+                self.events.emit("error", **self.error)
         finally:
             telemetry = self.stop_telemetry()
+            if self.disk_full:
+                status = "failed"
+                self.error = self._disk_error() if self.error is None else self.error
+                self.reserve.release()  # room for the error, the Result and the end
+                self.events.emit("error", **self.error)
             self.events.emit("phase", name="teardown", state="start")
             result = compose_result(self.run.run_id, strip_model_file_text(spec_dict), env, status, self.error,
                                     backend, train, infer, self.warnings, telemetry, model)
@@ -360,7 +442,18 @@ class Supervisor:
             self.events.emit("phase", name="teardown", state="end")
             self.events.emit("end", status=status)
             self.events.close()
+            self.reserve.release()
+            if self.disk_full:
+                _quiet_exit()
         return 0
+
+
+def _quiet_exit() -> None:
+    """Nothing more to say, and nowhere to say it: stderr (agent.log) is on the full disk too, and Python
+    exits with code 120 when it cannot flush it.  The reason is in the event log."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
 
 
 def _wake_only(_signum: int, _frame: Any) -> None:

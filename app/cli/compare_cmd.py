@@ -8,6 +8,7 @@ import sys
 from app.cli.runs_text import format_compare
 from app.core.compare import CompareOptions
 from app.core.errors import BadSpecError
+from app.core.job_cost import JobSize, JobSizeError, parse_count
 from app.core.quoting import clean_block
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
@@ -26,6 +27,15 @@ def add_compare_options(p: argparse.ArgumentParser) -> None:
                    help="name the cheapest inference host and batch size doing at least Y inferences per second")
     p.add_argument("--epochs", type=float, metavar="N", help="training budget: N epochs …")
     p.add_argument("--epoch-samples", type=int, metavar="M", help="… of M samples each (time and cost per host)")
+    job = p.add_argument_group("your whole job", "hours and dollars of the job on every host, from its measured "
+                               "throughput and price, compile counted once (cold and with the cache warm), "
+                               "on-demand and spot")
+    job.add_argument("--job-samples", metavar="N", help="a training job of N samples (3843501, 3.8M and 3.8e6 "
+                     "alike)")
+    job.add_argument("--job-epochs", metavar="E", help="a training job of E epochs … (with --dataset-samples)")
+    job.add_argument("--dataset-samples", metavar="N", help="… over a dataset of N samples")
+    job.add_argument("--job-requests", metavar="N",
+                     help="an inference job of N requests (one inference each) at each batch size measured")
 
 
 def register(commands, common: argparse.ArgumentParser) -> None:
@@ -46,7 +56,29 @@ def options_from(args: argparse.Namespace, store: RunStore) -> CompareOptions:
     return CompareOptions(baseline=store.resolve(args.baseline) if args.baseline else None,
                           market="spot" if args.spot else "on_demand", max_p99_ms=args.max_p99_ms,
                           min_throughput=args.min_throughput, epochs=args.epochs,
-                          samples_per_epoch=args.epoch_samples)
+                          samples_per_epoch=args.epoch_samples, job=job_from(args))
+
+
+def job_from(args: argparse.Namespace) -> JobSize | None:
+    """The job the user sized with --job-samples, --job-epochs/--dataset-samples and --job-requests (None: none)."""
+    if (args.job_epochs is None) != (args.dataset_samples is None):
+        raise BadSpecError("a job given in epochs needs both --job-epochs E and --dataset-samples N")
+    if args.job_epochs is not None and args.job_samples is not None:
+        raise BadSpecError("give the training job as --job-samples N or as --job-epochs E --dataset-samples N, "
+                           "not both")
+    sizes = {}
+    for flag, text in (("--job-samples", args.job_samples), ("--job-epochs", args.job_epochs),
+                       ("--dataset-samples", args.dataset_samples), ("--job-requests", args.job_requests)):
+        try:
+            sizes[flag] = None if text is None else parse_count(text, "count")
+        except JobSizeError:
+            raise BadSpecError(f"{flag} must be a count above 0 (e.g. 1281167, 1.2M or 3e6), not {text!r}") from None
+    if sizes["--job-epochs"] is not None:
+        return JobSize.of_epochs(sizes["--job-epochs"], int(round(sizes["--dataset-samples"])),
+                                 sizes["--job-requests"])
+    if sizes["--job-samples"] is None and sizes["--job-requests"] is None:
+        return None
+    return JobSize(samples=sizes["--job-samples"], requests=sizes["--job-requests"])
 
 
 def build(args: argparse.Namespace) -> tuple[Comparison, RunStore]:

@@ -12,6 +12,7 @@ from app.core.hosts import SSH_PORT, HostProfile
 from app.core.quoting import SENTENCE_LIMIT, clean, quoted
 from app.core.slurm import SlurmSettings
 from app.paths import AppPaths
+from app.services.deploy import MODEL_LIBRARIES
 from app.services.ec2.aws import AwsClients
 from app.services.ec2.inventory import import_running, require_region
 from app.services.host_access import check_host, import_ssh_config
@@ -78,9 +79,14 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     test = sub.add_parser("test", parents=[common], help="connect, check the host key and Python, deploy the "
                           "agent and describe the host")
     test.add_argument("name", metavar="NAME")
+    test.add_argument("--install", type=_libraries, default=(), metavar="LIB[,LIB]",
+                      help=f"the model libraries to pip-install on the host if they are missing there "
+                           f"({', '.join(MODEL_LIBRARIES)}, or all), into ~/.cache/neuronbench/site, for the agent "
+                           f"only; torchvision is the build for the host's torch; the host needs internet")
     test.add_argument("--install-timm", choices=(TIMM_FROM_PYPI, TIMM_FROM_WHEEL),
                       help="if timm is missing there: pip-install it on the host (pypi) or upload the wheel this "
-                           "app carries (wheel); either goes to ~/.cache/neuronbench/site, for the agent only")
+                           "app carries (wheel, no internet needed); either goes to ~/.cache/neuronbench/site, for "
+                           "the agent only")
     test.add_argument("--json", action="store_true", help="print what was found as JSON on stdout")
     test.set_defaults(handler=handle_test)
 
@@ -95,6 +101,17 @@ def register(commands, common: argparse.ArgumentParser) -> None:
                      help="only instances with this tag (repeat for several; K alone: the tag is set)")
     ec2.add_argument("--identity", default="", metavar="FILE", help=_HELP["identity_file"])
     ec2.set_defaults(handler=handle_import_ec2)
+
+
+def _libraries(text: str) -> tuple[str, ...]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if names == ["all"]:
+        return MODEL_LIBRARIES
+    unknown = [name for name in names if name not in MODEL_LIBRARIES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or 'nothing'}: not a model library NeuronBench "
+                                         f"installs (name {', '.join(MODEL_LIBRARIES)} or all)")
+    return tuple(names)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

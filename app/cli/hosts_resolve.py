@@ -10,13 +10,15 @@ from app.paths import AppPaths
 from app.services import host_access
 from app.services.ec2.lease import Ec2RunOptions
 from app.services.hosts_store import HostsStore
-from app.services.ssh_prompts import SshPrompts
+from app.services.ssh_prompts import FROM_PYPI, SshPrompts
 from app.services.transport import Transport
 
 
 def prompts_for(args: argparse.Namespace) -> TerminalPrompts:
-    return TerminalPrompts(accept_new_host_key=getattr(args, "accept_new_host_key", False),
-                           install_timm=getattr(args, "install_timm", None))
+    install = {name: FROM_PYPI for name in getattr(args, "install", None) or ()}
+    if getattr(args, "install_timm", None):
+        install["timm"] = args.install_timm
+    return TerminalPrompts(accept_new_host_key=getattr(args, "accept_new_host_key", False), install=install)
 
 
 def _say(host: str):

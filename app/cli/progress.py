@@ -6,8 +6,9 @@ import threading
 import time
 from typing import Any, TextIO
 
+from app.core.model_text import where_text
 from app.core.numbers import figure
-from app.core.progress import ProgressTracker, shape_label
+from app.core.progress import ProgressTracker
 from app.core.quoting import clean
 
 BAR_WIDTH = 28
@@ -103,7 +104,8 @@ class ProgressPrinter:
             self._line(f"warning: {warning}")
 
     def _on_phase(self, event: dict[str, Any]) -> None:
-        size = f" ({shape_label(event)})" if event.get("batch_size") is not None else ""
+        shape = where_text(event["batch_size"], event.get("seq_len")) if event.get("batch_size") is not None else ""
+        size = f" ({shape})" if shape else ""
         if event["state"] == "start" and event["name"] in ("compile", "warmup", "measure"):
             if self.spec.workload == "infer" or event["name"] != "compile":
                 self._line(f"{event['name']}{size} …")
@@ -123,7 +125,8 @@ class ProgressPrinter:
                        f"{event['i']}/{self.spec.steps} steps  {speed}  {_eta(self.tracker.eta_s)}")
 
     def _on_latency(self, event: dict[str, Any]) -> None:
-        self._progress(self.tracker.fraction, f"{shape_label(event)}: p50 {event['p50_ms']:.2f} ms, "
+        shape = where_text(event["batch_size"], event.get("seq_len"))
+        self._progress(self.tracker.fraction, f"{shape}: p50 {event['p50_ms']:.2f} ms, "
                        f"p99 {event['p99_ms']:.2f} ms over {event['count']} requests")
 
     def _on_log(self, event: dict[str, Any]) -> None:

@@ -1,20 +1,22 @@
 """The SSH layer's questions, asked on the terminal (stderr + stdin, so ``--json`` output stays clean).
 
 Without a terminal nothing is asked: unknown host keys are refused unless
-``--accept-new-host-key`` was given, encrypted keys are skipped, timm is not
-installed.  Several hosts may connect at once: one question at a time.
+``--accept-new-host-key`` was given, encrypted keys are skipped, and a missing
+model library is installed only when ``--install``/``--install-timm`` named it.
+Several hosts may connect at once: one question at a time.
 """
 from __future__ import annotations
 
 import getpass
 import sys
 import threading
+from collections.abc import Mapping
 
-from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL
+from app.services.ssh_prompts import FROM_PYPI, FROM_WHEEL, InstallOffer
 
 _ASK_LOCK = threading.Lock()
-_TIMM_CHOICES = {TIMM_FROM_PYPI: "pip-install timm on the host (needs internet there)",
-                 TIMM_FROM_WHEEL: "upload the timm wheel this app carries (no internet needed)"}
+_INSTALL_CHOICES = {FROM_PYPI: "pip-install {library} on the host (needs internet there)",
+                    FROM_WHEEL: "upload the {library} wheel this app carries (no internet needed)"}
 
 
 def _interactive() -> bool:
@@ -39,9 +41,9 @@ def _ask(question: str) -> str:
 
 
 class TerminalPrompts:
-    def __init__(self, accept_new_host_key: bool = False, install_timm: str | None = None) -> None:
+    def __init__(self, accept_new_host_key: bool = False, install: Mapping[str, str] | None = None) -> None:
         self.accept_new_host_key = accept_new_host_key
-        self.install_timm = install_timm
+        self.install = dict(install or {})  # library -> FROM_*, answered without asking (hosts test --install)
 
     def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
         if self.accept_new_host_key:
@@ -64,19 +66,17 @@ class TerminalPrompts:
         with _ASK_LOCK:
             return getpass.getpass(f"Enter passphrase for key '{key_path}': ", stream=sys.stderr) or None
 
-    def offer_timm_install(self, host: str, python: str, choices: tuple[str, ...]) -> str | None:
-        if self.install_timm is not None:
-            return self.install_timm if self.install_timm in choices else None
+    def offer_install(self, offer: InstallOffer) -> str | None:
+        if offer.library in self.install:
+            return self.install[offer.library] if self.install[offer.library] in offer.choices else None
         if not _interactive():
-            sys.stderr.write(f"[{host}] timm is missing for {python}; install it with "
-                             f"`neuronbench hosts test {host} --install-timm {'|'.join(choices)}`\n")
-            return None
+            return None  # the caller says what is missing and the command that installs it
         with _ASK_LOCK:
-            sys.stderr.write(f"[{host}] timm is missing for {python}. Install it for NeuronBench's agent "
-                             f"(into ~/.cache/neuronbench/site, nothing else changes)?\n")
-            for number, choice in enumerate(choices, 1):
-                sys.stderr.write(f"  {number}) {_TIMM_CHOICES[choice]}\n")
-            answer = _ask(f"Choose 1-{len(choices)}, or press Enter to leave it: ")
-            if answer.isdigit() and 1 <= int(answer) <= len(choices):
-                return choices[int(answer) - 1]
+            sys.stderr.write(f"[{offer.host}] {offer.library} is missing for {offer.python}, and {offer.needed_by} "
+                             f"need it. Install it for NeuronBench's agent? {offer.what}.\n")
+            for number, choice in enumerate(offer.choices, 1):
+                sys.stderr.write(f"  {number}) {_INSTALL_CHOICES[choice].format(library=offer.library)}\n")
+            answer = _ask(f"Choose 1-{len(offer.choices)}, or press Enter to leave it: ")
+            if answer.isdigit() and 1 <= int(answer) <= len(offer.choices):
+                return offer.choices[int(answer) - 1]
             return None

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.cli.hosts_resolve import transport_for_profile
+from app.cli.interrupt import follow_interruptibly
 from app.cli.progress import ProgressPrinter
 from app.cli.recorded_repeats import OnEvent, recorded_repeats
 from app.core.cluster import cluster_label, declared_multinode_problem, launched_nodes_problem, node_address
@@ -15,6 +16,7 @@ from app.paths import AppPaths
 from app.services.cluster_run import ClusterRun, NodeTarget
 from app.services.hosts_store import HostsStore
 from app.services.recorder import open_recording
+from app.services.run_group import RunGroup
 from app.services.ssh_prompts import SshPrompts
 from remote_agent.protocol import RunSpec
 
@@ -30,7 +32,8 @@ def parse_nodes(text: str) -> list[str]:
 
 
 def run_cluster(args: argparse.Namespace, spec: RunSpec, paths: AppPaths, prompts: SshPrompts, hosts: HostsStore,
-                events_file: Callable[[dict[str, Any]], None], warn: Callable[[str], None]) -> list[dict[str, Any]]:
+                events_file: Callable[[dict[str, Any]], None], warn: Callable[[str], None],
+                group: RunGroup) -> list[dict[str, Any]] | None:
     names = parse_nodes(args.nodes)
     if args.nnodes is not None and args.nnodes != len(names):
         raise BadSpecError(f"--nnodes {args.nnodes} but --nodes names {len(names)} hosts: one node per host")
@@ -47,12 +50,16 @@ def run_cluster(args: argparse.Namespace, spec: RunSpec, paths: AppPaths, prompt
     targets = [NodeTarget(t, node_address(p.hostname, p.local)) for t, p in zip(transports, profiles, strict=True)]
     store, book = open_recording(paths, warn)
     try:
-        def run_one(run_id: str, on_event: OnEvent, printer: ProgressPrinter) -> dict[str, Any]:
+        def make_run(run_id: str, on_event: OnEvent, printer: ProgressPrinter) -> ClusterRun:
             return ClusterRun(targets, spec, run_id, on_event=on_event, on_notice=printer.note,
-                              master_addr=args.master_addr, rendezvous_timeout_s=args.rendezvous_timeout).run()
+                              master_addr=args.master_addr, rendezvous_timeout_s=args.rendezvous_timeout)
 
-        return recorded_repeats(args, store, book, cluster_label(names), spec,
-                                (profiles[0].instance_type, profiles[0].region), events_file, warn, run_one)
+        return follow_interruptibly(
+            lambda: recorded_repeats(args, store, book, cluster_label(names), spec,
+                                     (profiles[0].instance_type, profiles[0].region), events_file, warn, make_run,
+                                     group),
+            group, "cancelling: stopping the run on every node, then waiting until no process of it is left "
+                         "(Ctrl-C again to stop waiting and leave it running)")
     finally:
         store.close()
         for transport in transports:

@@ -9,6 +9,7 @@ from typing import IO, Any
 
 from app.cli.ec2_plan import confirm_launches, ec2_options, launch_plans
 from app.cli.hosts_resolve import prompts_for, transport_for_profile
+from app.cli.interrupt import CTRL_C_REASON, EXIT_INTERRUPTED, follow_interruptibly, print_left_running
 from app.cli.progress import ProgressPrinter, progress_stream
 from app.cli.run_cluster import run_cluster
 from app.cli.run_slurm import run_slurm
@@ -23,6 +24,7 @@ from app.services.hosts_store import HostsStore
 from app.services.model_files import model_file_for
 from app.services.multi_run import RunListener, RunTicket, run_on_hosts
 from app.services.recorder import RunRecorder, open_recording
+from app.services.run_group import RunGroup
 from remote_agent.model_ref import TASKS, ModelRefError, parse_model_ref
 from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, RENDEZVOUS_TIMEOUT_S, WORKLOADS, RunSpec
 
@@ -165,13 +167,14 @@ def handle(args: argparse.Namespace) -> int:
     paths = AppPaths.resolve(args.data_dir)
     prompts = prompts_for(args)
     hosts = HostsStore(paths.config)
+    group = RunGroup(CTRL_C_REASON)  # Ctrl-C acts on every run it holds (app.cli.interrupt)
     if args.nodes:
         events_file = EventsFile(args.events)
         try:
-            results = run_cluster(args, spec, paths, prompts, hosts, events_file, warn)
+            results = run_cluster(args, spec, paths, prompts, hosts, events_file, warn, group)
         finally:
             events_file.close()
-        return report_results(args, results)
+        return report_after(args, results, group)
     profiles = {name: hosts.get(name) for name in args.host}
     slurm_hosts = [name for name, profile in profiles.items() if profile.slurm is not None]
     if slurm_hosts:
@@ -180,10 +183,10 @@ def handle(args: argparse.Namespace) -> int:
                                f"--nnodes N)")
         events_file = EventsFile(args.events)
         try:
-            results = run_slurm(args, spec, paths, prompts, profiles[slurm_hosts[0]], events_file, warn)
+            results = run_slurm(args, spec, paths, prompts, profiles[slurm_hosts[0]], events_file, warn, group)
         finally:
             events_file.close()
-        return report_results(args, results)
+        return report_after(args, results, group)
     if args.nnodes not in (None, 1):
         raise BadSpecError("--nnodes needs --nodes H1,H2,... (SSH hosts, one node per host) or a Slurm host "
                            "(--host NAME of a hosts add --slurm)")
@@ -213,16 +216,31 @@ def handle(args: argparse.Namespace) -> int:
             events_file(event)
             printer(event)
 
-        return RunListener(on_event=on_event, on_notice=printer.note, on_result=recorder.finish)
+        return RunListener(on_event=on_event, on_notice=printer.note, on_result=recorder.finish,
+                           on_detached=recorder.abandon)
 
     try:
-        results = run_on_hosts(transports, spec, args.repeats, listener_for)
+        results = follow_interruptibly(lambda: run_on_hosts(transports, spec, args.repeats, listener_for,
+                                                            group=group), group,
+                                       "cancelling: stopping the runs and every process they started, then waiting "
+                                       "until none is left (Ctrl-C again to stop waiting and leave them running)")
     finally:
         events_file.close()
         store.close()
         for transport in transports:
             transport.close()
-    return report_results(args, results)
+    return report_after(args, results, group)
+
+
+def report_after(args: argparse.Namespace, results: list[dict[str, Any]] | None, group: RunGroup) -> int:
+    """``report_results``; after a Ctrl-C also the runs left running, and exit status 130."""
+    code = report_results(args, results) if results else 0
+    if not group.stopped:
+        return code
+    if results is None:  # stopped while no run had started on its host (one was connecting, or asking)
+        print("neuronbench: interrupted", file=sys.stderr)
+    print_left_running(group, args.data_dir)
+    return EXIT_INTERRUPTED
 
 
 def report_results(args: argparse.Namespace, results: list[dict[str, Any]]) -> int:
@@ -239,8 +257,11 @@ def report_results(args: argparse.Namespace, results: list[dict[str, Any]]) -> i
     failures = [r for r in results if r.get("status") != "ok"]
     for result in failures:
         error = result.get("error") or {}
-        print(clean(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
-                    f"{error.get('message', 'no reason given')}", SENTENCE_LIMIT), file=sys.stderr)
+        message = str(error.get("message") or "no reason given")
+        host = str(result.get("host"))
+        message = message[len(host) + 2:] if message.startswith(f"{host}: ") else message  # said just before
+        print(clean(f"neuronbench: error: run {result.get('status')} on {host}: {message}", SENTENCE_LIMIT),
+              file=sys.stderr)
         if error.get("detail") and (args.verbose or error.get("kind") in ("runtime", "oom", "internal")):
             tail = "\n".join(clean_block(error["detail"]).strip().splitlines()[-15:])  # the host's traceback
             print("  " + tail.replace("\n", "\n  "), file=sys.stderr)

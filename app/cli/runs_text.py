@@ -4,8 +4,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from app.cli.job_text import format_job
 from app.core.compare import WORK
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
+from app.core.model_text import check_mark_of
 from app.core.quoting import clean, clean_block
 from app.core.runrecord import StoredRun, fingerprint
 
@@ -29,7 +31,8 @@ def headline(run: StoredRun) -> str:
         value = (result.get("train") or {}).get("throughput_samples_per_s")
         return f"{num(value)} samples/s" if value is not None else "N/A"
     rows = result.get("infer") or []
-    parts = [f"b{r.get('batch_size')} {num(r.get('throughput_per_s'))}/s" for r in rows]
+    parts = [f"b{r.get('batch_size')}{'/s' + str(r['seq_len']) if r.get('seq_len') is not None else ''} "
+             f"{num(r.get('throughput_per_s'))}/s" for r in rows]
     return " · ".join(parts) if parts else "N/A"
 
 
@@ -61,11 +64,18 @@ def format_cost(cost: dict[str, Any] | None) -> list[str]:
         lines.append(f"              note: {cost['price_note']}")
     if "usd_per_1m_samples" in cost:
         compile_ = cost.get("compile") or {}
-        lines.append(f"  cost        {usd(cost.get('usd_per_1m_samples'))} per 1M samples; compile "
+        tokens = f" · {usd(cost['usd_per_1m_tokens'])} per 1M tokens" if cost.get("usd_per_1m_tokens") else ""
+        lines.append(f"  cost        {usd(cost.get('usd_per_1m_samples'))} per 1M samples{tokens}; compile "
                      f"{num(compile_.get('seconds'), '.1f')} s = {usd(compile_.get('usd'))}")
     for row in cost.get("usd_per_1m_inferences") or []:
-        lines.append(f"  cost b{row.get('batch_size'):<4} {usd(row.get('usd_per_1m'))} per 1M inferences; "
+        shape = f"b{row.get('batch_size')}" + (f"/s{row['seq_len']}" if row.get("seq_len") is not None else "")
+        tokens = f" · {usd(row['usd_per_1m_tokens'])} per 1M tokens" if row.get("usd_per_1m_tokens") else ""
+        lines.append(f"  cost {shape:<6} {usd(row.get('usd_per_1m'))} per 1M inferences{tokens}; "
                      f"compile {usd(row.get('compile_usd'))}")
+    bench = cost.get("benchmark") or {}
+    if bench.get("seconds") is not None:
+        lines.append(f"  benchmark   {usd(bench.get('usd'))} for {num(bench['seconds'], '.0f')} s "
+                     f"{bench.get('basis') or 'launch to terminate'}, setup and compile included")
     return lines
 
 
@@ -101,14 +111,23 @@ def instance_cell(row: dict[str, Any]) -> str:
 
 
 def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
-    rows = [("RUN", "HOST", "INSTANCE", "BATCH", "THROUGHPUT", "P99 ms", "$/h", "$ PER 1M", "SPEEDUP", "PRICE-PERF")]
+    seq = any(row.get("seq_len") is not None for row in doc["rows"])
+    tokens = any(row.get("tokens_per_s") for row in doc["rows"])
+    checked = any(row.get("check_agrees") is not None or row.get("check_finite") is not None for row in doc["rows"])
+    rows = [("RUN", "HOST", "INSTANCE", "BATCH", *(("SEQ",) if seq else ()), "THROUGHPUT",
+             *(("TOKENS/s",) if tokens else ()), "P99 ms", "$/h", "$ PER 1M", *(("$ PER 1M TOKENS",) if tokens else ()),
+             "SPEEDUP", "PRICE-PERF", *(("CHECK",) if checked else ()))]
     for row in doc["rows"]:
+        mark = check_mark_of(row.get("check_agrees"), row.get("check_finite"),
+                             row.get("check_agrees") is not None or row.get("check_finite") is not None)
         rows.append((row["run_id"], row["host"], instance_cell(row), str(row["batch_size"]),
-                     f"{num(row['throughput'])} {row['unit']}", num(row["latency_p99_ms"], ".3g"),
-                     num(row["usd_per_hour"]), num(row["usd_per_1m"]),
+                     *((num(row.get("seq_len"), "d"),) if seq else ()),
+                     f"{num(row['throughput'])} {row['unit']}", *((num(row.get("tokens_per_s")),) if tokens else ()),
+                     num(row["latency_p99_ms"], ".3g"), num(row["usd_per_hour"]), num(row["usd_per_1m"]),
+                     *((num(row.get("usd_per_1m_tokens")),) if tokens else ()),
                      num(row["speedup_vs_baseline"], ".2f") + ("×" if row["speedup_vs_baseline"] else ""),
                      num(row["price_performance_vs_baseline"], ".2f")
-                     + ("×" if row["price_performance_vs_baseline"] else "")))
+                     + ("×" if row["price_performance_vs_baseline"] else ""), *((mark,) if checked else ())))
     out = [f"baseline {doc['baseline']} · {doc['market'].replace('_', '-')} prices", table(rows)]
     repeated = [g for g in doc["groups"] if g["n"] >= 2]
     if repeated:
@@ -139,11 +158,16 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
         out.append(f"budget {budget['label']}: {budget['epochs']:g} epochs × {budget['samples_per_epoch']:,} samples "
                    f"= {num(budget['total_hours'], '.3g')} h, {usd(budget['total_usd'])} "
                    f"(compile {num(budget['compile_s'], '.0f')} s = {usd(budget['compile_usd'])})")
-    launched = {r["run_id"]: r for r in doc["rows"] if r.get("instance_id")}
-    for run_id, row in launched.items():
-        out.append(f"benchmark cost {run_id} ({row['host']}, instance {row['instance_id']}): "
-                   f"{usd(row['benchmark_usd'])} for {num(row['benchmark_s'], '.0f')} s launch to terminate, "
-                   f"boot and compile included")
+    benchmarked = {r["run_id"]: r for r in doc["rows"] if r.get("instance_id") or r.get("benchmark_usd") is not None}
+    for run_id, row in benchmarked.items():
+        if row.get("instance_id"):
+            out.append(f"benchmark cost {run_id} ({row['host']}, instance {row['instance_id']}): "
+                       f"{usd(row['benchmark_usd'])} for {num(row['benchmark_s'], '.0f')} s launch to terminate, "
+                       f"boot and compile included")
+        else:
+            out.append(f"benchmark cost {run_id} ({row['host']}): {usd(row['benchmark_usd'])} for "
+                       f"{num(row['benchmark_s'], '.0f')} s run start to end, setup and compile included")
+    out += format_job(doc)
     for even in doc.get("break_even") or []:
         out.append(f"break-even: {even['cheaper_after']} costs less than {even['than']} in total after "
                    f"{even['samples']:,.0f} samples (its longer compile paid back)")

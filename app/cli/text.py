@@ -5,6 +5,7 @@ from typing import Any
 
 from app.cli.monitor_view import size_text
 from app.core.ec2_cost import format_minutes, format_usd
+from app.core.model_text import check_mark, format_check, format_model
 from app.core.quoting import clean_block
 from app.core.specs import spec_summary
 
@@ -26,7 +27,7 @@ def format_env(host: str, env: dict[str, Any]) -> str:
         f"  memory     {_num(mem / GIB if mem else None, '.1f')} GiB",
         f"  python     {python.get('version')} at {python.get('executable')}",
     ]
-    for key in ("torch", "torchvision", "timm", "torch_xla", "torch_neuronx", "neuronx_cc"):
+    for key in ("torch", "torchvision", "timm", "transformers", "torch_xla", "torch_neuronx", "neuronx_cc"):
         lines.append(f"  {key:<10} {env.get(key) or 'N/A'}")
     for device in env.get("devices") or []:
         if device.get("kind") == "neuron":
@@ -124,7 +125,7 @@ def format_infer_table(infer: list[dict[str, Any]]) -> list[str]:
         flag = "" if row.get("p99_reliable", True) else "*"
         lines.append(f"  {row.get('batch_size'):>5}" + (f" {row.get('seq_len') or '':>5}" if seq else "")
                      + f" {_num(row.get('compile_s'), '.2f'):>9} "
-                     f"{row.get('iterations'):>8} {_num(lat.get('p50'), '.2f'):>8} "
+                     f"{_num(row.get('iterations'), 'd'):>8} {_num(lat.get('p50'), '.2f'):>8} "
                      f"{_num(lat.get('p90'), '.2f'):>8} "
                      f"{_num(lat.get('p95'), '.2f'):>8} {_num(lat.get('p99'), '.2f') + flag:>8} "
                      f"{_num(lat.get('mean'), '.2f'):>8} {_num(row.get('throughput_per_s'), '.1f'):>10}"
@@ -138,58 +139,6 @@ def format_infer_table(infer: list[dict[str, Any]]) -> list[str]:
                                  + (f" seq {row['seq_len']}" if row.get("seq_len") is not None else "")
                                  + f" {format_check(row['check'], brief=True)}" for row in infer if row.get("check")))
     return lines
-
-
-def check_mark(check: dict[str, Any] | None) -> str:
-    """``ok``, ``WRONG`` (disagrees), ``NaN`` (not finite), ``?`` (nothing to compare with) or ``-`` (not checked)."""
-    if not check:
-        return "-"
-    if check.get("agrees") is None:
-        return "?"
-    if not check.get("finite", True):
-        return "NaN"
-    return "ok" if check.get("agrees") else "WRONG"
-
-
-def format_check(check: dict[str, Any], brief: bool = False) -> str:
-    """``agrees: largest error 2e-07 of the output's scale (tolerance 1e-03, fp32)``."""
-    if check.get("agrees") is None:
-        verdict = f"not judged: {check.get('note', 'nothing to compare with')}"
-    elif not check.get("finite", True):
-        verdict = "NaN or infinity in the compiled model's outputs"
-    else:
-        verdict = "agrees" if check.get("agrees") else "DISAGREES"
-    rel = check.get("max_rel_err")
-    error = f"largest error {rel:.2g} of the output's scale" if rel is not None else "error unbounded"
-    if brief:
-        return f"{verdict} ({error})"
-    what = check.get("what") or "compiled model"
-    extra = ""
-    if check.get("loss") is not None and check.get("reference_loss") is not None:
-        extra = f", loss {check['loss']:.6g} vs {check['reference_loss']:.6g}"
-    return (f"{what} against eager on CPU (fp32): {verdict}, {error}{extra} "
-            f"(tolerance {check.get('tolerance'):.0e}, {check.get('precision')})")
-
-
-def format_model(model: dict[str, Any]) -> str:
-    """``BertForSequenceClassification (hf bert-large-uncased, classification), 335,143,938 parameters, ...``."""
-    parts = [model.get("source") or "?", model.get("name") or "?"]
-    if model.get("task"):
-        parts.append(model["task"])
-    text = f"{model.get('class') or '?'} ({' '.join(parts[:2])}{', ' + parts[2] if len(parts) > 2 else ''})"
-    if isinstance(model.get("parameters"), int):
-        text += f", {model['parameters']:,} parameters"
-    inputs = model.get("inputs") or []
-    if inputs:
-        text += "; inputs " + ", ".join(f"{i.get('name')} {'x'.join(str(n) for n in i.get('shape') or [])} "
-                                        f"{i.get('dtype')}" for i in inputs)
-    digest = model.get("sha256") or (model.get("config") or {}).get("sha256")
-    if digest:
-        text += f"; sha256 {digest[:12]}"
-    libraries = model.get("libraries") or {}
-    if libraries:
-        text += "; " + ", ".join(f"{k} {v}" for k, v in sorted(libraries.items()))
-    return text
 
 
 def format_node(node: dict[str, Any]) -> str:
@@ -212,10 +161,19 @@ def format_data(data: dict[str, Any]) -> str:
 
 
 def format_instance(result: dict[str, Any]) -> list[str]:
-    """A launched instance's line: which one, and what the benchmark cost from launch to terminate."""
+    """What the benchmark itself cost: a launched instance from launch to terminate, any other priced host
+    from the run's start to its end."""
     ec2 = result.get("ec2")
     if not ec2:
-        return []
+        cost = result.get("cost") or {}
+        bench = cost.get("benchmark") or {}
+        if bench.get("seconds") is None or bench.get("usd_per_hour") is None:
+            return []
+        nodes = f"{bench['nodes']} x " if (bench.get("nodes") or 1) > 1 else ""
+        return [f"  benchmark   cost {format_usd(bench.get('usd'))}: run start to end "
+                f"{format_minutes(bench['seconds'])} x {format_usd(bench['usd_per_hour'])}/h "
+                f"({nodes}{cost.get('instance_type')} {(bench.get('market') or 'on_demand').replace('_', '-')}), "
+                "setup and compile included"]
     market = "spot" if ec2.get("market") == "spot" else "on-demand"
     head = f"  instance    {ec2.get('instance_id')} ({ec2.get('instance_type')} {market} in {ec2.get('region')}, " \
            f"image {ec2.get('ami')})"

@@ -30,7 +30,8 @@ from app.core.cost import (
     usd_per_million,
     work_per_dollar,
 )
-from app.core.pricebook import Price, PriceBook
+from app.core.job_cost import JobSize, attach_jobs
+from app.core.pricebook import MARKETS, Price, PriceBook
 from app.core.runrecord import StoredRun
 from app.core.scaling import scaling_rows
 from remote_agent.stats import bootstrap_ci, intervals_overlap, percentile
@@ -52,16 +53,33 @@ class CompareOptions:
     min_throughput: float | None = None
     epochs: float | None = None
     samples_per_epoch: int | None = None
+    job: JobSize | None = None  # the user's whole job: --job-samples / --job-requests
 
 
 def model_signature(result: dict[str, Any]) -> str:
-    """What was measured, so only like is compared with like: model, its arguments, precision."""
+    """What was measured, so only like is compared with like: model, task, its arguments, precision.
+
+    A user's file is the same model only with the same content: its SHA-256 (short) is part of it.
+    """
     spec = result.get("spec") or {}
     args = spec.get("model_args") or {}
     text = str(spec.get("model") or "?")
+    if spec.get("task"):
+        text += f" [{spec['task']}]"
+    digest = (spec.get("model_file") or {}).get("sha256")
+    if digest and text.startswith("file:"):
+        text += f" #{digest[:8]}"
     if args:
         text += "(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(args.items())) + ")"
     return f"{text} {spec.get('precision') or 'fp32'}"
+
+
+def check_figures(check: dict[str, Any] | None) -> dict[str, Any]:
+    """A row's numerical check: ``check_agrees`` (None: not checked or not judged) and its error."""
+    if not check:
+        return {"check_agrees": None, "check_finite": None, "check_max_rel_err": None}
+    return {"check_agrees": check.get("agrees"), "check_finite": check.get("finite"),
+            "check_max_rel_err": check.get("max_rel_err")}
 
 
 def short_model(result: dict[str, Any]) -> str:
@@ -69,20 +87,25 @@ def short_model(result: dict[str, Any]) -> str:
 
 
 def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Measured figures per batch size: training gives one row, inference one per batch size."""
+    """Measured figures per static shape: training gives one row, inference one per batch size and length."""
     if result.get("workload") == "train":
         train = result.get("train") or {}
         spec = result.get("spec") or {}
         compile_ = train.get("compile") or {}
-        return [{"batch_size": (spec.get("batch_sizes") or [None])[0], "throughput": train.get(
-            "throughput_samples_per_s"), "latency_p50_ms": None, "latency_p99_ms": None, "p99_reliable": None,
-            "compile_s": compile_.get("seconds"), "steps_ci95": steps_interval(train)}]
+        seq_len = (result.get("model") or {}).get("seq_len") or ((spec.get("seq_lens") or [None])[0])
+        return [{"batch_size": (spec.get("batch_sizes") or [None])[0], "seq_len": seq_len,
+                 "throughput": train.get("throughput_samples_per_s"),
+                 "tokens_per_s": train.get("throughput_tokens_per_s"), "latency_p50_ms": None,
+                 "latency_p99_ms": None, "p99_reliable": None, "compile_s": compile_.get("seconds"),
+                 "steps_ci95": steps_interval(train), **check_figures(train.get("check"))}]
     rows = []
     for row in result.get("infer") or []:
         latency = row.get("latency_ms") or {}
-        rows.append({"batch_size": row.get("batch_size"), "throughput": row.get("throughput_per_s"),
+        rows.append({"batch_size": row.get("batch_size"), "seq_len": row.get("seq_len"),
+                     "throughput": row.get("throughput_per_s"), "tokens_per_s": row.get("tokens_per_s"),
                      "latency_p50_ms": latency.get("p50"), "latency_p99_ms": latency.get("p99"),
-                     "p99_reliable": row.get("p99_reliable"), "compile_s": row.get("compile_s")})
+                     "p99_reliable": row.get("p99_reliable"), "compile_s": row.get("compile_s"),
+                     **check_figures(row.get("check"))})
     return rows
 
 
@@ -105,11 +128,18 @@ def steps_interval(train: dict[str, Any]) -> list[float] | None:
     return [batch / (mean + half), batch / (mean - half)]
 
 
-def benchmark_cost(result: dict[str, Any]) -> dict[str, Any]:
-    """What a run on a launched instance cost from launch to terminate (None for hosts that were already there)."""
+def benchmark_cost(run: StoredRun, usd_per_hour: float | None) -> dict[str, Any]:
+    """What the benchmark itself cost: launch to terminate on an instance NeuronBench launched (as billed),
+    else the run's wall time from start to end, setup and compile included, at the current price."""
+    result = run.result or {}
     bench = (result.get("cost") or {}).get("benchmark") or {}
-    return {"instance_id": (result.get("ec2") or {}).get("instance_id"), "benchmark_s": bench.get("seconds"),
-            "benchmark_usd": bench.get("usd")}
+    instance_id = (result.get("ec2") or {}).get("instance_id")
+    if instance_id:
+        return {"instance_id": instance_id, "benchmark_s": bench.get("seconds"), "benchmark_usd": bench.get("usd")}
+    seconds = bench.get("seconds")
+    if seconds is None and run.started_at is not None and run.ended_at is not None:
+        seconds = max(0.0, run.ended_at - run.started_at)  # a run stored before cost.benchmark existed
+    return {"instance_id": None, "benchmark_s": seconds, "benchmark_usd": usd_for_seconds(seconds, usd_per_hour)}
 
 
 def _price_of(run: StoredRun, book: PriceBook, market: str) -> tuple[Price, str]:
@@ -162,8 +192,12 @@ def _hourly(price: Price, nodes: int) -> float | None:
     return None if price.usd_per_hour is None else price.usd_per_hour * nodes
 
 
-def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOptions | None = None) -> dict:
-    """The comparison document: ``rows`` (DESIGN.md §4 compare schema, plus extra keys), ``groups``, etc."""
+def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOptions | None = None,
+                 cache_states: dict[str, str | None] | None = None) -> dict:
+    """The comparison document: ``rows`` (DESIGN.md §4 compare schema, plus extra keys), ``groups``, etc.
+
+    ``cache_states`` (run id -> compile-cache state from its log) lets a job tell cold from warm compiles.
+    """
     options = options or CompareOptions()
     if not runs:
         raise CompareError("name at least one run to compare")
@@ -208,13 +242,15 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
                 "price_source": price.source or None,
                 "price_date": price.date_label if price.source else None, "price_note": price.note or None,
                 "usd_per_1m": usd_per_million(usd_h, figures["throughput"]),
+                "usd_per_1m_tokens": usd_per_million(usd_h, figures["tokens_per_s"]),
                 "compile_usd": usd_for_seconds(figures["compile_s"], usd_h),
                 "repeat": result.get("repeat"),
-                **benchmark_cost(result),
+                **benchmark_cost(run, usd_h),
             })
 
     def matches(row: dict[str, Any], base: dict[str, Any]) -> bool:
-        same = row["workload"] == base["workload"] and row["model"] == base["model"]
+        same = row["workload"] == base["workload"] and row["model"] == base["model"] and \
+            row["seq_len"] == base["seq_len"]
         return same and (row["workload"] == "train" or row["batch_size"] == base["batch_size"])
 
     # Each measure (workload, model) has its own baseline: the chosen run where it measured that,
@@ -237,15 +273,33 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
     doc["budget"] = _budgets(groups, options)
     doc["break_even"] = _break_even(groups)
     doc["scaling"] = scaling_rows(groups)
+    doc["job"] = _job(doc, usable, book, options, cache_states or {})
     return doc
+
+
+def _job(doc: dict[str, Any], usable: list[tuple[StoredRun, Price, str]], book: PriceBook, options: CompareOptions,
+         cache_states: dict[str, str | None]) -> dict[str, Any] | None:
+    """The user's whole job on every host, on-demand and spot (app.core.job_cost)."""
+    if options.job is None:
+        for item in doc["rows"] + doc["groups"]:
+            item["job_hours"] = item["job_usd"] = None
+        return None
+    for workload, flag, what in (("train", "--job-samples (or --job-epochs)", "a training"),
+                                 ("infer", "--job-requests", "an inference")):
+        if options.job.work(workload) is not None and all(r["workload"] != workload for r in doc["rows"]):
+            raise CompareError(f"{flag} sizes {what} job, but none of the runs compared is {what} run")
+    hourly = {run.run_id: {market: _hourly(_price_of(run, book, market)[0], nodes_of(run.result or {}))
+                           for market in MARKETS} for run, _, _ in usable}
+    return attach_jobs(doc, options.job, hourly, cache_states)
 
 
 def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str, Any]]:
     grouped: dict[tuple, list[dict[str, Any]]] = {}
     for row in rows:
-        grouped.setdefault((row["label"], row["workload"], row["model"], row["batch_size"]), []).append(row)
+        grouped.setdefault((row["label"], row["workload"], row["model"], row["batch_size"], row["seq_len"]),
+                           []).append(row)
     groups = []
-    for (label, workload, model, batch), members in grouped.items():
+    for (label, workload, model, batch, seq_len), members in grouped.items():
         values = [r["throughput"] for r in members if r["throughput"] is not None]
         usd_h = members[0]["usd_per_hour"]
         median = _median(values)
@@ -253,11 +307,16 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
         to_wpd = work_per_dollar(1.0, usd_h)
         p99s = [r["latency_p99_ms"] for r in members if r["latency_p99_ms"] is not None]
         compiles = [r["compile_s"] for r in members if r["compile_s"] is not None]
+        tokens = _median([r["tokens_per_s"] for r in members if r["tokens_per_s"] is not None])
+        checked = [r["check_agrees"] for r in members if r["check_agrees"] is not None]
         groups.append({
             "label": label, "host": members[0]["host"], "instance_type": members[0]["instance_type"],
-            "workload": workload, "model": model, "batch_size": batch, "unit": members[0]["unit"],
+            "workload": workload, "model": model, "batch_size": batch, "seq_len": seq_len, "unit": members[0]["unit"],
             "run_ids": [r["run_id"] for r in members], "n": len(values),
             "throughput": median, "ci95": ci,
+            "tokens_per_s": tokens, "usd_per_1m_tokens": usd_per_million(usd_h, tokens),
+            # One wrong answer among the repeats marks the group: a compiler that is sometimes wrong is wrong.
+            "check_agrees": all(checked) if checked else None,
             "usd_per_hour": usd_h, "price_source": members[0]["price_source"], "price_date": members[0]["price_date"],
             "price_note": members[0]["price_note"],
             "usd_per_1m": usd_per_million(usd_h, median),
@@ -278,7 +337,7 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
         })
 
     def same_measure(a: dict[str, Any], b: dict[str, Any]) -> bool:
-        same = a["workload"] == b["workload"] and a["model"] == b["model"]
+        same = a["workload"] == b["workload"] and a["model"] == b["model"] and a["seq_len"] == b["seq_len"]
         return same and (a["workload"] == "train" or a["batch_size"] == b["batch_size"])
 
     for group in groups:
@@ -299,8 +358,8 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
             if other is not group and other["label"] != group["label"] and same_measure(group, other)
             and group["ci95"] is not None and other["ci95"] is not None
             and intervals_overlap(group["ci95"], other["ci95"]))
-    groups.sort(key=lambda g: (g["workload"] or "", g["model"], g["batch_size"] or 0, not g["is_baseline"],
-                               g["label"]))
+    groups.sort(key=lambda g: (g["workload"] or "", g["model"], g["batch_size"] or 0, g["seq_len"] or 0,
+                               not g["is_baseline"], g["label"]))
     return groups
 
 

@@ -160,7 +160,8 @@ def cost_block(result: dict[str, Any], price: Price, instance_type_from: str) ->
     """The Result's ``cost`` block for one price: per-hour price, its source and date, and per-1M costs.
 
     Training gets ``usd_per_1m_samples`` and the compile time's cost; inference gets one
-    ``usd_per_1m_inferences`` row per batch size (with that batch's compile cost).
+    ``usd_per_1m_inferences`` row per batch size and sequence length (with its compile cost).
+    Text models add ``usd_per_1m_tokens`` beside them.
     """
     # A multi-node run pays for every machine it spans.
     nodes = int((result.get("train") or {}).get("nodes") or 1)
@@ -176,11 +177,14 @@ def cost_block(result: dict[str, Any], price: Price, instance_type_from: str) ->
         train = result.get("train") or {}
         compile_s = (train.get("compile") or {}).get("seconds")
         block["usd_per_1m_samples"] = usd_per_million(usd_h, train.get("throughput_samples_per_s"))
+        if train.get("throughput_tokens_per_s"):
+            block["usd_per_1m_tokens"] = usd_per_million(usd_h, train.get("throughput_tokens_per_s"))
         block["compile"] = {"seconds": compile_s, "usd": usd_for_seconds(compile_s, usd_h)}
     else:
         block["usd_per_1m_inferences"] = [
-            {"batch_size": row.get("batch_size"),
+            {"batch_size": row.get("batch_size"), "seq_len": row.get("seq_len"),
              "usd_per_1m": usd_per_million(usd_h, row.get("throughput_per_s")),
+             "usd_per_1m_tokens": usd_per_million(usd_h, row.get("tokens_per_s")),
              "compile_usd": usd_for_seconds(row.get("compile_s"), usd_h)}
             for row in result.get("infer") or []]
     return block
@@ -243,27 +247,37 @@ def cheapest_meeting(candidates: Sequence[Candidate], max_p99_ms: float | None =
     return Choice(meeting[0] if meeting else None, meeting, rejected)
 
 
-def benchmark_block(launched_at: float, terminated_at: float | None, price: Price) -> dict[str, Any]:
-    """The ``cost.benchmark`` block of a run on a launched instance: launch to terminate x price.
+BENCHMARK_LAUNCHED = "launch to terminate"
+BENCHMARK_WALL = "run start to end"
 
-    Boot, deploy and compile are all in it: it is what the benchmark itself cost.
-    ``seconds`` is None while the instance still runs (kept with ``--keep``).
+
+def benchmark_block(launched_at: float, terminated_at: float | None, price: Price, nodes: int = 1,
+                    basis: str = BENCHMARK_LAUNCHED) -> dict[str, Any]:
+    """The ``cost.benchmark`` block: what the benchmark itself cost, ``launched_at`` to ``terminated_at`` x price.
+
+    On a launched instance that is launch to terminate (boot, deploy and compile in it);
+    on any other priced host the run's wall time from its start to its end (setup and
+    compile in it), times ``nodes`` machines.  ``seconds`` is None while an instance
+    still runs (kept with ``--keep``).
     """
     seconds = None if terminated_at is None else max(0.0, terminated_at - launched_at)
-    return {"seconds": seconds, "usd": usd_for_seconds(seconds, price.usd_per_hour),
-            "usd_per_hour": price.usd_per_hour, "market": price.market,
+    usd_h = None if price.usd_per_hour is None else price.usd_per_hour * nodes
+    return {"seconds": seconds, "usd": usd_for_seconds(seconds, usd_h),
+            "usd_per_hour": usd_h, "market": price.market, "basis": basis, "nodes": nodes,
             "price_source": price.source or None, "price_note": price.note or None}
 
 
 def apply_cost(result: dict[str, Any], book: PriceBook, declared_type: str | None = None,
                declared_region: str | None = None, market: str = "on_demand",
-               declared_from: str = TYPE_FROM_PROFILE) -> dict[str, Any]:
+               declared_from: str = TYPE_FROM_PROFILE,
+               wall: tuple[float | None, float | None] | None = None) -> dict[str, Any]:
     """Fill ``result["cost"]`` from the price book (in place; returns the result).
 
     A run whose instance type is unknown still gets a block: every figure None and a
-    ``price_note`` telling the user how to declare the type.  A run on an instance
-    NeuronBench launched (an ``ec2`` block) also gets ``cost.benchmark``, priced in
-    the market it was launched in (spot or on-demand).
+    ``price_note`` telling the user how to declare the type.  A priced run also gets
+    ``cost.benchmark``: on an instance NeuronBench launched (an ``ec2`` block), launch to
+    terminate in the market it was launched in (spot or on-demand); on any other host,
+    ``wall`` (the run's first and last event times) x the price.
     """
     itype, region, source, warnings = instance_of(result, declared_type, declared_region, declared_from)
     node_types = sorted({(n.get("env") or {}).get("instance_type") or "unknown" for n in result.get("nodes") or []})
@@ -276,6 +290,9 @@ def apply_cost(result: dict[str, Any], book: PriceBook, declared_type: str | Non
     if isinstance(ec2, dict) and ec2.get("launched_at") is not None:
         bill = price if ec2.get("market", market) == market else book.price(itype, region, ec2["market"])
         result["cost"]["benchmark"] = benchmark_block(ec2["launched_at"], ec2.get("terminated_at"), bill)
+    elif price.usd_per_hour is not None and wall is not None and wall[0] is not None and wall[1] is not None:
+        result["cost"]["benchmark"] = benchmark_block(wall[0], wall[1], price, result["cost"]["nodes"],
+                                                      BENCHMARK_WALL)
     if warnings:
         result.setdefault("warnings", []).extend(w for w in warnings if w not in result.get("warnings", []))
     return result

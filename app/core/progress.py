@@ -14,8 +14,8 @@ class ProgressTracker:
     """Consumes one run's protocol events; ``fraction`` (0..1) and ``eta_s`` follow them.
 
     Training: steps done of ``spec.steps``; the ETA is the typical step time
-    (``typical_step_s``) times the steps left.  Inference: batch sizes
-    done plus the measured share of the current one (``spec.duration`` is the
+    (``typical_step_s``) times the steps left.  Inference: artefacts (batch
+    sizes x sequence lengths) done plus the measured share of the current one (``spec.duration`` is the
     least it measures); the ETA counts measuring time only, so it is a floor.
     ``steady`` holds the rolling step time and throughput that the views and the
     CLI quote (warm-up and compiled steps left out).
@@ -54,7 +54,7 @@ class ProgressTracker:
                 self.measure_start = event["t"]
             elif event["name"] == "measure" and event["state"] == "end" and event.get("batch_size") is not None:
                 self.sizes_done += 1
-                self.fraction = min(1.0, self.sizes_done / self.shapes)
+                self.fraction = min(1.0, self.sizes_done / self.artefacts)
                 return True
             return False
         if kind == "end" and event.get("status") == "ok":
@@ -73,9 +73,10 @@ class ProgressTracker:
         self.eta_s = typical * max(0, total - event["i"]) if typical is not None else None
 
     @property
-    def shapes(self) -> int:
-        """Inference: one compiled artefact, and one measurement, per batch size and sequence length."""
-        return max(1, len(self.spec.batch_sizes) * max(1, len(self.spec.seq_lens)))
+    def artefacts(self) -> int:
+        """What an inference run measures one after the other: each batch size at each sequence length."""
+        lengths = len(getattr(self.spec, "seq_lens", ()) or ())
+        return max(1, len(self.spec.batch_sizes)) * max(1, lengths)
 
     def measured_share(self, now: float) -> float:
         """The share of ``spec.duration`` measured at time ``now`` for the current batch size."""
@@ -84,16 +85,8 @@ class ProgressTracker:
         return min(1.0, max(0.0, now - self.measure_start) / self.spec.duration)
 
     def _latency(self, event: dict[str, Any]) -> None:
-        sizes = self.shapes
+        sizes = self.artefacts
         within = self.measured_share(event["t"])
         self.fraction = min(1.0, (self.sizes_done + within) / sizes)
         left_sizes = max(0, sizes - self.sizes_done - 1)
         self.eta_s = (1.0 - within) * self.spec.duration + left_sizes * self.spec.duration
-
-
-def shape_label(event: dict[str, Any]) -> str:
-    """``batch 4`` or ``batch 4, seq 128``: the static shape an inference event is about."""
-    label = f"batch {event.get('batch_size')}"
-    if event.get("seq_len") is not None:
-        label += f", seq {event['seq_len']}"
-    return label

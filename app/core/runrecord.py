@@ -9,7 +9,7 @@ from typing import Any
 RUN_STATUSES = ("running", "ok", "failed", "cancelled", "interrupted", "unfinished")
 # Versions that make two runs' numbers comparable (or not): shown side by side in reports.
 FINGERPRINT_KEYS = ("instance_type", "region", "python", "torch", "torch_xla", "torch_neuronx", "neuronx_cc",
-                    "neuron_sdk", "timm", "cpu", "devices")
+                    "neuron_sdk", "timm", "torchvision", "transformers", "cpu", "devices")
 
 
 @dataclass

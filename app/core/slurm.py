@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.core.cluster import declared_multinode_problem
 from app.core.errors import BadSpecError
 from app.core.specs import build_spec
 from remote_agent.protocol import RunSpec
-
-if TYPE_CHECKING:
-    from app.core.hosts import HostProfile
 
 # squeue/scontrol job states (JOB STATE CODES in squeue(1)).
 WAITING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
@@ -129,15 +126,19 @@ def parse_scontrol_job(job_id: str, text: str) -> JobState | None:
     return JobState(job_id, state.upper(), values.get("Reason", ""), "" if nodes == "(null)" else nodes)
 
 
-def slurm_spec(spec: RunSpec, profile: HostProfile, nnodes: int | None) -> RunSpec:
-    """The run's spec on a Slurm host: a training on ``nnodes`` nodes, two or more."""
+def slurm_spec(spec: RunSpec, host: str, instance_type: str, nnodes: int | None) -> RunSpec:
+    """The run's spec on the Slurm host named ``host`` (declared ``instance_type``): a training on ``nnodes`` nodes.
+
+    It takes the profile's name and type, not the profile: host profiles hold Slurm settings, so this
+    module sits below ``app.core.hosts`` and must not import it.
+    """
     if spec.workload != "train":
-        raise BadSpecError(f"{profile.name} is a Slurm login node: it runs one training across --nnodes N nodes; "
+        raise BadSpecError(f"{host} is a Slurm login node: it runs one training across --nnodes N nodes; "
                            f"run inference on a node added as an SSH host")
     if nnodes is None or nnodes < 2:
-        raise BadSpecError(f"{profile.name} is a Slurm login node: say on how many nodes to train with --nnodes N "
+        raise BadSpecError(f"{host} is a Slurm login node: say on how many nodes to train with --nnodes N "
                            f"(2 or more)")
-    problem = declared_multinode_problem(nnodes, spec.backend, [profile.instance_type])
+    problem = declared_multinode_problem(nnodes, spec.backend, [instance_type])
     if problem:
         raise BadSpecError(problem)
     return build_spec(spec, nnodes=nnodes)

@@ -8,10 +8,12 @@ from typing import Any
 
 from app.core.compare import WORK
 from app.core.cost import type_from_label
+from app.core.model_text import check_mark_of
 from app.core.numbers import NA, usd
 from app.reports import svg
 from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summary, Table
 from app.reports.cost_sections import cost_details
+from app.reports.job_section import job_section
 from app.reports.scaling_section import scaling_section
 from app.reports.wording import colours_of, join_values, measure_title, measures, num, short_model, times
 
@@ -21,26 +23,40 @@ UNIT_LABEL = {"train": "samples/s", "infer": "inferences/s"}
 def _results(doc: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [Heading("Results")]
     rough = False
+    wrong = False
     for workload, model in measures(doc):
         rows = []
         train = workload == "train"
-        for r in doc["rows"]:
-            if (r["workload"], r["model"]) != (workload, model):
-                continue
+        members = [r for r in doc["rows"] if (r["workload"], r["model"]) == (workload, model)]
+        # Text models: the sequence length is a dimension of the measure, tokens/s a figure of it.
+        seq = any(r.get("seq_len") is not None for r in members)
+        tokens = any(r.get("tokens_per_s") for r in members)
+        checked = any(r.get("check_agrees") is not None or r.get("check_finite") is not None for r in members)
+        for r in members:
             p99 = num(r["latency_p99_ms"], ".3g")
             if r["p99_reliable"] is False:
                 p99 += "*"
                 rough = True
             latency = () if train else (num(r["latency_p50_ms"], ".3g"), p99)
-            rows.append((r["label"], r["ref"] or "", str(r["batch_size"]), num(r["throughput"]), *latency,
-                         usd(r["usd_per_hour"]), usd(r["usd_per_1m"]), times(r["speedup_vs_baseline"]),
-                         times(r["price_performance_vs_baseline"])))
+            mark = check_mark_of(r.get("check_agrees"), r.get("check_finite"),
+                                 r.get("check_agrees") is not None or r.get("check_finite") is not None)
+            wrong = wrong or mark in ("WRONG", "NaN")
+            rows.append((r["label"], r["ref"] or "", str(r["batch_size"]),
+                         *((num(r.get("seq_len"), "d"),) if seq else ()), num(r["throughput"]),
+                         *((num(r.get("tokens_per_s")),) if tokens else ()), *latency,
+                         usd(r["usd_per_hour"]), usd(r["usd_per_1m"]),
+                         *((usd(r.get("usd_per_1m_tokens")),) if tokens else ()),
+                         times(r["speedup_vs_baseline"]), times(r["price_performance_vs_baseline"]),
+                         *((mark,) if checked else ())))
         unit = UNIT_LABEL[workload]
-        header = ("Host", "Run", "Batch", "Throughput", *(() if train else ("p50 ms", "p99 ms")), "$/h",
-                  "$ per 1M", "Speed", "Work per $")
-        blocks.append(Table(header, tuple(rows), (False, False) + (True,) * (len(header) - 2),
+        header = ("Host", "Run", "Batch", *(("Seq",) if seq else ()), "Throughput",
+                  *(("Tokens/s",) if tokens else ()), *(() if train else ("p50 ms", "p99 ms")), "$/h",
+                  "$ per 1M", *(("$ per 1M tokens",) if tokens else ()), "Speed", "Work per $",
+                  *(("Check",) if checked else ()))
+        blocks.append(Table(header, tuple(rows), (False, False) + (True,) * (len(header) - 2 - checked)
+                            + ((False,) if checked else ()),
                             caption=f"{measure_title(workload, model)} · throughput in {unit}, "
-                                    f"cost per 1M {WORK[workload]}"))
+                                    f"cost per 1M {WORK[workload]}" + (" and per 1M tokens" if tokens else "")))
         repeated = [g for g in doc["groups"] if g["n"] >= 2 and (g["workload"], g["model"]) == (workload, model)]
         if repeated:
             grows = []
@@ -62,6 +78,10 @@ def _results(doc: dict[str, Any]) -> list[Block]:
              "N/A: not measured, or no price known (see Prices under Methodology). Never read N/A as zero."]
     if rough:
         notes.append("* p99 from fewer than 100 requests: rough.")
+    if wrong:
+        notes.append("Check WRONG or NaN: the compiled model's answers differ from the eager model's on CPU (fp32) "
+                     "beyond the tolerance, or are not numbers; its figures are shown but measure a model that "
+                     "computes something else (see the run's warnings).")
     blocks.append(Bullets(tuple(notes)))
     return blocks
 
@@ -267,6 +287,7 @@ def build_blocks(doc: dict[str, Any]) -> list[Block]:
     blocks += scaling_section(doc)
     blocks += _charts(doc)
     blocks += cost_details(doc)
+    blocks += job_section(doc)
     blocks += _methodology(doc)
     blocks += _runs(doc)
     return blocks

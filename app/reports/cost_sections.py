@@ -51,16 +51,19 @@ def cost_details(doc: dict[str, Any]) -> list[Block]:
 
 
 def benchmark_costs(doc: dict[str, Any]) -> list[Block]:
-    """Runs on instances NeuronBench launched: what each benchmark itself cost, launch to terminate."""
-    launched = {r["run_id"]: r for r in doc["rows"] if r.get("instance_id")}
-    if not launched:
+    """What each priced benchmark itself cost: launch to terminate on an instance NeuronBench launched,
+    the run's start to end on any other host."""
+    priced = {r["run_id"]: r for r in doc["rows"] if r.get("instance_id") or r.get("benchmark_usd") is not None}
+    if not priced:
         return []
-    rows = tuple((r["label"], r.get("ref") or "", r["instance_id"], num(r["benchmark_s"], ".0f"),
-                  usd(r["benchmark_usd"])) for r in launched.values())
-    return [Table(("Host", "Run", "Instance", "Launch to terminate s", "Benchmark $"), rows,
-                  (False, False, False, True, True), caption="What the benchmarks cost",
-                  notes=("Instances NeuronBench launched for the run and terminated after it: the time from launch "
-                         "to terminate at the instance's price, boot, deploy and compile included.",))]
+    rows = tuple((r["label"], r.get("ref") or "", r["instance_id"] or "not launched by NeuronBench",
+                  "launch to terminate" if r["instance_id"] else "run start to end", num(r["benchmark_s"], ".0f"),
+                  usd(r["benchmark_usd"])) for r in priced.values())
+    return [Table(("Host", "Run", "Instance", "Measured", "Seconds", "Benchmark $"), rows,
+                  (False, False, False, False, True, True), caption="What the benchmarks cost",
+                  notes=("Instances NeuronBench launched: the time from launch to terminate at the instance's "
+                         "price, boot, deploy and compile included. Other priced hosts: the run's wall time from "
+                         "its start to its end (setup and compile included) at the current price.",))]
 
 
 def cold_vs_cached(doc: dict[str, Any]) -> list[str]:

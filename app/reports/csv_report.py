@@ -6,10 +6,11 @@ import io
 from typing import Any
 
 COLUMNS = ("run_id", "host", "label", "instance_type", "instance_type_from", "region", "workload", "model", "backend",
-           "batch_size", "throughput", "unit", "latency_p50_ms", "latency_p99_ms", "p99_reliable", "compile_s",
-           "compile_usd", "compile_cache", "usd_per_hour", "usd_per_1m", "speedup_vs_baseline",
-           "price_performance_vs_baseline", "price_source", "price_date", "price_note", "market", "repeat",
-           "instance_id", "benchmark_s", "benchmark_usd")
+           "batch_size", "seq_len", "throughput", "unit", "tokens_per_s", "latency_p50_ms", "latency_p99_ms",
+           "p99_reliable", "compile_s", "compile_usd", "compile_cache", "usd_per_hour", "usd_per_1m",
+           "usd_per_1m_tokens", "speedup_vs_baseline", "price_performance_vs_baseline", "price_source", "price_date",
+           "price_note", "market", "repeat", "instance_id", "benchmark_s", "benchmark_usd", "job_hours", "job_usd",
+           "check_agrees", "check_finite", "check_max_rel_err")
 
 
 def _cell(value: Any) -> str:

@@ -34,7 +34,7 @@ from app.core.cluster import (
 )
 from app.core.errors import AgentError, NeuronBenchError
 from app.services.run_control import TappedTransport, cancel_run
-from app.services.session import RECONNECT_FOR_S, Event, EventCallback, RunSession
+from app.services.session import CANCEL_TIMEOUT_S, RECONNECT_FOR_S, Detached, Event, EventCallback, RunSession
 from app.services.transport import AgentProcess, Transport
 from remote_agent.protocol import PROTOCOL_VERSION, RENDEZVOUS_TIMEOUT_S, NodePlacement, RunSpec, new_run_id
 
@@ -47,10 +47,6 @@ class NodeTarget:
 
     transport: Transport
     address: str
-
-
-class Detached(Exception):
-    """The app stopped following the run (``detach``): the nodes go on, to be attached to later."""
 
 
 class _Node:
@@ -98,11 +94,19 @@ class ClusterRun:
         self._cancelled = False
         self._stopping = False  # a node failed: the others are being stopped
         self._culprit: int | None = None
+        self.launched = False  # the nodes were asked to run (they may be going on there)
+        self._cancels: list[threading.Thread] = []
 
     # ------------------------------------------------------------------ public
     def run(self) -> dict[str, Any]:
         """Prepare every node, start them, follow them to the end; the merged Result."""
         self._prepare_all()
+        with self._lock:  # a cancel or detach from here on finds the nodes started, or none
+            if self._detached:
+                raise Detached(f"run {self.run_id} was not started")
+            self.launched = not self._cancelled
+        if not self.launched:
+            return self._merged()
         address, master_port, comm_port = self._choose_master()
         self.rendezvous = f"{address}:{master_port}"
         self._emit({"type": "hello", "agent_version": app.__version__, "protocol_version": PROTOCOL_VERSION,
@@ -127,6 +131,7 @@ class ClusterRun:
         held = list(held)
         self._seq = max([self._seq, *(e["seq"] for e in held)])  # after any event this object emitted itself
         self.rendezvous = rendezvous
+        self.launched = True
         outcomes = outcomes_from_events([n.plan for n in self.nodes], held)
         for node in self.nodes:
             node.outcome = outcomes[node.plan.index]
@@ -135,6 +140,11 @@ class ClusterRun:
                 node.session = RunSession(node.target.transport, self.spec, run_id=node.plan.run_id,
                                           reconnect_for_s=self.reconnect_for_s)
         return self._follow(lambda node: node.session.attach(from_seq=node.outcome.last_seq + 1))
+
+    @property
+    def cancel_sent(self) -> bool:
+        """A cancel went out to a node (it may be ending by itself)."""
+        return any(node.cancel_sent for node in self.nodes)
 
     def describe(self) -> str:
         return ", ".join(f"{n.plan.host} ({n.target.transport.describe()})" for n in self.nodes)
@@ -160,6 +170,9 @@ class ClusterRun:
         with self._lock:
             self._detached = True
             processes = list(self._processes)
+        for node in self.nodes:
+            if node.session is not None:
+                node.session.detach()  # no node reconnects to a run we let go
         for process in processes:
             process.kill()  # the followers (local `agent run` or SSH channels), never the supervisors
 
@@ -223,6 +236,8 @@ class ClusterRun:
         for node in self.nodes:
             if node.thread is not None:
                 node.thread.join()
+        for thread in list(self._cancels):  # each returns once no process of its node is left
+            thread.join(CANCEL_TIMEOUT_S + 5)
         if self._detached:
             raise Detached(f"run {self.run_id} goes on on its {len(self.nodes)} nodes")
         result = self._merged()
@@ -238,6 +253,8 @@ class ClusterRun:
     def _node_main(self, node: _Node, start: Callable[[_Node], dict[str, Any]]) -> None:
         try:
             node.outcome.result = start(node)
+        except Detached:
+            return  # we stopped following: the node goes on
         except NeuronBenchError as exc:
             if self._detached:
                 return  # not a failure: we stopped following
@@ -274,8 +291,10 @@ class ClusterRun:
                 if due:
                     other.cancel_sent = True
             if due:
-                threading.Thread(target=self._send_cancel, args=(other,), name=f"cancel-{other.plan.host}",
-                                 daemon=True).start()
+                thread = threading.Thread(target=self._send_cancel, args=(other,), name=f"cancel-{other.plan.host}",
+                                          daemon=True)
+                self._cancels.append(thread)
+                thread.start()
 
     def _send_cancel(self, node: _Node) -> None:
         try:

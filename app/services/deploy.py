@@ -1,10 +1,12 @@
-"""Getting a host ready to run the agent: pick its Python, upload the agent, offer timm.
+"""Getting a host ready to run the agent: pick its Python, upload the agent, see its model libraries.
 
 One remote command inspects the host: which Python (the profile's, else the
 newest Neuron venv, else ``python3``), its version, whether the agent of this
-exact content is already in ``~/.cache/neuronbench/agent/`` and whether timm is
-importable.  The agent zipapp is uploaded only when it is missing (over SFTP, or over an exec
-channel on hosts without SFTP: see remote_upload), into 0700 directories, under
+exact content is already in ``~/.cache/neuronbench/agent/``, which model libraries
+(timm, torchvision, transformers) import, and the torch and pip there (offering a
+missing library is host_libraries' part).  The agent zipapp is uploaded only
+when it is missing (over SFTP, or over an exec channel on hosts without SFTP:
+see remote_upload), into 0700 directories, under
 a temporary name renamed into place when complete; then it is unpacked next to
 itself and byte-compiled by the host's Python.
 
@@ -16,8 +18,7 @@ whole) is what runs; its name carries the content hash as the .pyz's does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 import paramiko
 
@@ -25,15 +26,18 @@ from app.core.errors import DeployError
 from app.core.hosts import HostProfile
 from app.services.agent_bundle import AgentBundle
 from app.services.remote_exec import run_command
+from app.services.remote_space import disk_full_error, low_space_error
 from app.services.remote_upload import upload_file
-from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL, SshPrompts
-from app.services.timm_wheel import carried_wheel, installed_timm_version
 
 MIN_PYTHON = (3, 8)
 # As remote_agent/probe/packages.py DEFAULT_VENV_GLOB: the Neuron DLAMI's PyTorch venvs.
 NEURON_VENV_GLOB = "/opt/aws_neuronx_venv_pytorch_*"
+# The libraries a model source may need (remote_agent/workloads/sources), in the order they are offered:
+# timm imports torchvision, so torchvision comes first.
+MODEL_LIBRARIES = ("torchvision", "timm", "transformers")
 
-# POSIX sh, one line (no user text inside: the Python preference, file name and glob come as $1..$3).
+# POSIX sh, one line (no user text inside: the Python preference, file name and glob come as $1..$3, the
+# library names as $5).
 _INSPECT_SH = (
     'py="$1"; cache="${XDG_CACHE_HOME:-$HOME/.cache}/neuronbench"; '
     'if [ -z "$py" ]; then for d in $(ls -d $3 2>/dev/null | sort -rV 2>/dev/null); do '
@@ -42,16 +46,25 @@ _INSPECT_SH = (
     'echo "nb-cache=$cache"; echo "nb-python=$py"; '
     '[ -f "$cache/agent/$2/__main__.py" ] && echo "nb-agent=present"; '
     'command -v "$py" >/dev/null 2>&1 || { echo "nb-missing=1"; exit 0; }; '
-    'exec "$py" -c "$4" "$cache/site"'
+    'exec "$py" -c "$4" "$cache/site" "$5"'
 )
 # Prints the version before anything a Python 2 or 3.7 would choke on, so an old Python is named, not a crash.
+# The libraries are looked for as the agent sees them (its private site appended); torch's and pip's versions
+# come from their metadata (no import: importing torch takes seconds).  Last, the free space on the disk of the
+# agent's folder (its nearest existing parent), for the pre-flight (remote_space).
 _INSPECT_PY = (
     'import sys;v=sys.version_info;'
     'sys.stdout.write("nb-version=%d.%d.%d\\nnb-executable=%s\\n" % (v[0], v[1], v[2], sys.executable));'
     'sys.stdout.flush();sys.path.append(sys.argv[1]);import importlib.util as u;'
-    'sys.stdout.write("nb-timm=%d\\n" % (u.find_spec("timm") is not None))'
+    'sys.stdout.write("nb-missing-libs=%s\\n" % ",".join(n for n in sys.argv[2].split() if u.find_spec(n) is None));'
+    'from importlib import metadata as m\n'
+    'for n in ("torch", "pip"):\n'
+    ' try: sys.stdout.write("nb-%s=%s\\n" % (n, m.version(n)))\n'
+    ' except Exception: pass\n'
+    'import os\np = os.path.dirname(os.path.abspath(sys.argv[1]))\n'
+    'while not os.path.isdir(p) and os.path.dirname(p) != p:\n    p = os.path.dirname(p)\n'
+    's = os.statvfs(p)\nsys.stdout.write("nb-free=%d\\n" % (s.f_bavail * s.f_frsize))'
 )
-_UNPACK_PY = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
 # Unpack the agent into a temporary folder, byte-compile it (pyc for this Python, tracebacks naming the
 # final path) and rename it into place: a half-made folder is never seen, a concurrent deploy just loses.
 _INSTALL_AGENT_PY = """\
@@ -78,9 +91,17 @@ class RemoteSetup:
     cache_dir: str
     agent_path: str
     uploaded: bool
-    timm: bool
+    missing: tuple[str, ...] = ()  # the MODEL_LIBRARIES this Python cannot import (the agent's site included)
+    torch: str = ""  # torch's version there (its metadata: "2.9.0", or "2.9.0+cpu" from PyTorch's index), "" if none
+    pip: str = ""  # pip's version there, "" if it has none
     upload_via: str = ""  # how the agent went up this time (remote_upload.VIA_*), "" when it was there
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "missing", tuple(self.missing))  # a list when read back from JSON
+
+    @property
+    def timm(self) -> bool:
+        return "timm" not in self.missing
 
     @property
     def site_dir(self) -> str:
@@ -103,9 +124,9 @@ def _parse(text: str) -> dict[str, str]:
 
 def inspect_host(transport: paramiko.Transport, profile: HostProfile, bundle: AgentBundle,
                  venv_glob: str = NEURON_VENV_GLOB) -> dict[str, str]:
-    """The one remote command: Python choice and version, agent presence, timm presence."""
+    """The one remote command: Python choice and version, agent presence, model libraries, torch and pip."""
     result = run_command(transport, ["sh", "-c", _INSPECT_SH, "neuronbench-inspect", profile.python, agent_dir(bundle),
-                                     venv_glob, _INSPECT_PY])
+                                     venv_glob, _INSPECT_PY, " ".join(MODEL_LIBRARIES)])
     found = _parse(result.text())
     if "cache" not in found:
         raise DeployError(f"could not inspect {profile.name}: `sh` did not run there ({result.stderr_line()}); "
@@ -129,54 +150,37 @@ def inspect_host(transport: paramiko.Transport, profile: HostProfile, bundle: Ag
     return found
 
 
-def _install_timm(transport: paramiko.Transport, profile: HostProfile, setup: RemoteSetup, how: str,
-                  wheels_dir: Path, say: Callable[[str], None]) -> None:
-    if how == TIMM_FROM_WHEEL:
-        wheel = carried_wheel(wheels_dir)
-        if wheel is None:
-            raise DeployError("the app carries no timm wheel (timm is not installed with it); choose the pip install")
-        sent = upload_file(transport, wheel, f"{setup.cache_dir}/wheels", wheel.name, setup.python,
-                           "the timm wheel", profile.name, timeout=600)
-        say(f"uploaded {wheel.name} ({wheel.stat().st_size // 1024} KiB) over {sent.via}")
-        argv = [setup.python, "-c", _UNPACK_PY, sent.path, setup.site_dir]
-    else:
-        version = installed_timm_version()
-        argv = [setup.python, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade", "--target",
-                setup.site_dir, f"timm=={version}" if version else "timm"]
-    result = run_command(transport, argv, timeout=600)
-    if result.code != 0:
-        raise DeployError(f"installing timm on {profile.name} failed: {result.stderr_line()}",
-                          detail=result.stderr.decode("utf-8", "replace"))
-
-
-def prepare_host(transport: paramiko.Transport, profile: HostProfile, bundle: AgentBundle, prompts: SshPrompts,
-                 wheels_dir: Path, venv_glob: str = NEURON_VENV_GLOB,
-                 on_progress: Callable[[str], None] | None = None) -> RemoteSetup:
-    """Inspect, upload the agent if its hash is not there, and offer timm if it is missing."""
+def prepare_host(transport: paramiko.Transport, profile: HostProfile, bundle: AgentBundle,
+                 venv_glob: str = NEURON_VENV_GLOB, on_progress: Callable[[str], None] | None = None) -> RemoteSetup:
+    """Inspect, and upload the agent if its hash is not there (a missing library is offered by host_libraries)."""
     say = on_progress or (lambda _text: None)
     found = inspect_host(transport, profile, bundle, venv_glob)
     cache = found["cache"]
     agent_path = f"{cache}/agent/{agent_dir(bundle)}"
     python = found.get("executable") or found["python"]
+    if found.get("free", "").isdigit():
+        problem = low_space_error(profile.name, cache, int(found["free"]))  # before anything is written there
+        if problem is not None:
+            raise problem
     via = ""
     if found.get("agent") != "present":
-        size_kib = bundle.path.stat().st_size // 1024
-        say(f"uploading the agent ({size_kib} KiB) to {agent_path}")
-        sent = upload_file(transport, bundle.path, f"{cache}/agent", bundle.name, python, "the agent",
-                           profile.name, sha256=bundle.sha256)
+        size = bundle.path.stat().st_size
+        say(f"uploading the agent ({size // 1024} KiB) to {agent_path}")
+        try:
+            sent = upload_file(transport, bundle.path, f"{cache}/agent", bundle.name, python, "the agent",
+                               profile.name, sha256=bundle.sha256)
+        except DeployError as exc:  # e.g. paramiko's "size mismatch in put!" when the disk filled meanwhile
+            raise disk_full_error(transport, python, f"{cache}/agent", profile.name, "upload the agent", 2 * size,
+                                  f"{exc} {exc.detail or ''}") or exc from None
         via = sent.via
-        say(f"uploaded the agent ({size_kib} KiB) over {via}")
+        say(f"uploaded the agent ({size // 1024} KiB) over {via}")
         result = run_command(transport, [python, "-c", _INSTALL_AGENT_PY, sent.path, agent_path])
         if result.code != 0:
-            raise DeployError(f"could not unpack the agent on {profile.name}: {result.stderr_line()}",
-                              detail=result.stderr.decode("utf-8", "replace"))
-    setup = RemoteSetup(python=python, python_version=found["version"], cache_dir=cache, agent_path=agent_path,
-                        uploaded=bool(via), timm=found.get("timm") == "1", upload_via=via)
-    if not setup.timm:
-        choices = (TIMM_FROM_PYPI,) + ((TIMM_FROM_WHEEL,) if carried_wheel(wheels_dir) else ())
-        how = prompts.offer_timm_install(profile.name, setup.python, choices)
-        if how in choices:
-            say(f"installing timm for {setup.python} into {setup.site_dir} ({how})")
-            _install_timm(transport, profile, setup, how, wheels_dir, say)
-            setup = replace(setup, timm=True)
-    return setup
+            stderr = result.stderr.decode("utf-8", "replace")
+            raise disk_full_error(transport, python, f"{cache}/agent", profile.name, "unpack the agent", 10 * size,
+                                  stderr) or DeployError(f"could not unpack the agent on {profile.name}: "
+                                                         f"{result.stderr_line()}", detail=stderr)
+    missing = tuple(name for name in found.get("missing-libs", "").split(",") if name in MODEL_LIBRARIES)
+    return RemoteSetup(python=python, python_version=found["version"], cache_dir=cache, agent_path=agent_path,
+                       uploaded=bool(via), missing=missing, torch=found.get("torch", ""), pip=found.get("pip", ""),
+                       upload_via=via)

@@ -16,7 +16,9 @@ import paramiko
 from app.core.errors import BadSpecError
 from app.core.hosts import SSH_PORT, HostProfile
 from app.paths import AppPaths
+from app.services.deploy import MODEL_LIBRARIES
 from app.services.ec2.lease import Ec2RunOptions, Ec2Transport
+from app.services.host_libraries import missing_sentence
 from app.services.hosts_store import HostsStore
 from app.services.session import probe_host
 from app.services.ssh_prompts import NoPrompts, SshPrompts
@@ -45,7 +47,9 @@ def transport_for_profile(profile: HostProfile, paths: AppPaths, prompts: SshPro
 
 
 def check_host(transport: Transport, profile: HostProfile, say: Say) -> dict[str, Any]:
-    """Connect, prepare the host (Python, agent, timm) and probe it: what ``hosts test`` reports.
+    """Connect, prepare the host (Python, agent, model libraries) and probe it: what ``hosts test`` reports.
+
+    Every model library the host's Python lacks is offered (a run offers only what its model needs).
 
     ``say`` hears each step as a sentence; a failure raises the engine's error
     (ConnectError, AuthError, HostKeyError, DeployError) with its one sentence.
@@ -58,14 +62,15 @@ def check_host(transport: Transport, profile: HostProfile, say: Say) -> dict[str
         report["host_key"] = {"type": key.get_name(), "fingerprint": key.fingerprint}
         say(f"connected to {profile.address} in {report['connect_s']:.2f} s, host key {key.get_name()} "
             f"{key.fingerprint}")
-        setup = transport.setup(fresh=True)
+        setup = transport.setup(fresh=True, libraries=MODEL_LIBRARIES)
         report.update(python=setup.python, python_version=setup.python_version, agent=setup.agent_path,
-                      agent_uploaded=setup.uploaded, agent_uploaded_via=setup.upload_via or None, timm=setup.timm)
+                      agent_uploaded=setup.uploaded, agent_uploaded_via=setup.upload_via or None, timm=setup.timm,
+                      torch=setup.torch or None, missing_libraries=list(setup.missing))
         say(f"Python {setup.python_version} at {setup.python}")
         say(f"agent uploaded to {setup.agent_path} over {setup.upload_via}" if setup.uploaded
             else f"agent already at {setup.agent_path}")
-        if not setup.timm:
-            say("timm is missing: runs will fail until it is installed (hosts test --install-timm)")
+        for library in setup.missing:
+            say(missing_sentence(setup, profile.name, library, transport.paths.cache / "wheels"))
     report["env"] = probe_host(transport, quick=True)
     return report
 

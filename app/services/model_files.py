@@ -48,6 +48,15 @@ def model_file_for(model: str, base: str | os.PathLike[str] | None = None) -> di
     Relative paths are read from ``base`` (the working directory by default).  Raises BadSpecError
     with one sentence: a missing file, a folder without config.json, a file over the size limit.
     """
+    found = locate_model_file(model, base)
+    return None if found is None else _attachment(*found)
+
+
+def locate_model_file(model: str, base: str | os.PathLike[str] | None = None) -> tuple[Path, str] | None:
+    """Which file on this computer ``model`` brings, and what to call it in a message; no file is read.
+
+    Raises BadSpecError as ``model_file_for`` does for a path that is missing or a folder without config.json.
+    """
     try:
         ref = parse_model_ref(model)
     except ModelRefError as exc:
@@ -57,7 +66,7 @@ def model_file_for(model: str, base: str | os.PathLike[str] | None = None) -> di
     if ref.is_hub_id:
         shipped = shipped_config(ref.name)
         if shipped is not None:
-            return _attachment(shipped, "the shipped config")
+            return shipped, "the shipped config"
         local = Path(base or ".") / ref.name
         if not local.exists():
             return None  # a hub id: the host fetches its config.json
@@ -69,14 +78,45 @@ def model_file_for(model: str, base: str | os.PathLike[str] | None = None) -> di
             raise BadSpecError(f"model file {ref.name!r} does not exist (looked at {str(path)!r})")
         if not path.is_file():
             raise BadSpecError(f"model file {ref.name!r} is not a file")
-        return _attachment(path, "model file")
+        return path, "model file"
     if path.is_dir():
         config = path / "config.json"
         if not config.is_file():
             raise BadSpecError(f"{'hf:' + ref.name!r} is a folder without config.json: give the folder a "
                                f"Hugging Face model was saved to, or the config.json itself")
-        return _attachment(config, "config")
+        return config, "config"
     if not path.exists():
         raise BadSpecError(f"{'hf:' + ref.name!r} is neither a hub id nor a config on this computer "
                            f"(looked at {str(path)!r})")
-    return _attachment(path, "config")
+    return path, "config"
+
+
+def shipped_hub_ids() -> list[str]:
+    """The hub ids whose config ships with NeuronBench (resources/models/<id>/config.json), sorted."""
+    root = resources_dir() / "models"
+    return sorted(config.parent.relative_to(root).as_posix() for config in root.glob("**/config.json"))
+
+
+class ModelFileCache:
+    """``model_file_for`` for a form checked at every keystroke: a file is read again only when its size or
+    modification time changed (a stat per check, not a read of up to 512 KiB)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+
+    def model_file_for(self, model: str, base: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
+        found = locate_model_file(model, base)
+        if found is None:
+            return None
+        path, what = found
+        try:
+            stat = path.stat()
+        except OSError:
+            return _attachment(path, what)  # gone between the two looks: the read says so in one sentence
+        key, stamp = str(path), (stat.st_mtime_ns, stat.st_size)
+        seen = self._seen.get(key)
+        if seen is not None and seen[0] == stamp:
+            return seen[1]
+        attachment = _attachment(path, what)
+        self._seen = {key: (stamp, attachment)}  # one file at a time: the one in the form
+        return attachment

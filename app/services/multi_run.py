@@ -24,7 +24,8 @@ from app.core.errors import (
     NeuronBenchError,
 )
 from app.core.results import Result, failed_result
-from app.services.session import Event, RunSession
+from app.services.run_group import RunGroup
+from app.services.session import Detached, Event, RunSession
 from app.services.transport import Transport
 from remote_agent.protocol import RunSpec
 
@@ -48,12 +49,18 @@ class RunListener:
     on_notice: Callable[[str], None] | None = None
     # Sees every run's final Result (failed ones too) and may return an amended one (e.g. priced and stored).
     on_result: Callable[[Result], Result] | None = None
+    # The run goes on on its host without us (the group stopped following it): it has no Result here.
+    on_detached: Callable[[], None] | None = None
 
 
 def run_on_hosts(transports: Sequence[Transport], spec: RunSpec, repeats: int = 1,
                  listener_for: Callable[[RunTicket], RunListener] | None = None,
-                 session_options: dict[str, Any] | None = None) -> list[Result]:
-    """Run ``spec`` ``repeats`` times on every transport's host; Results in host order, then repeat order."""
+                 session_options: dict[str, Any] | None = None, group: RunGroup | None = None) -> list[Result]:
+    """Run ``spec`` ``repeats`` times on every transport's host; Results in host order, then repeat order.
+
+    With a ``group``, its ``cancel()`` cancels every run in flight and starts no further
+    repeat, and its ``detach()`` leaves them running: those have no Result in the list.
+    """
     results: list[list[Result]] = [[] for _ in transports]
 
     def one_host(index: int, transport: Transport) -> None:
@@ -65,6 +72,8 @@ def run_on_hosts(transports: Sequence[Transport], spec: RunSpec, repeats: int = 
     def host_runs(index: int, transport: Transport) -> None:
         host_error: NeuronBenchError | None = None
         for repeat in range(1, repeats + 1):
+            if group is not None and group.stopped:
+                return  # Ctrl-C: no further repeat starts
             session = RunSession(transport, spec, **(session_options or {}))
             listener = listener_for(RunTicket(transport.host, session.run_id, repeat, repeats)) \
                 if listener_for else RunListener()
@@ -73,7 +82,14 @@ def run_on_hosts(transports: Sequence[Transport], spec: RunSpec, repeats: int = 
             else:
                 session.on_event, session.on_notice = listener.on_event, listener.on_notice
                 try:
-                    result = session.run()
+                    result = group.follow(session) if group is not None else session.run()
+                except Detached:
+                    if not session.launched:
+                        result = session.not_started_result()
+                    else:
+                        if listener.on_detached is not None:
+                            listener.on_detached()
+                        return
                 except HOST_ERRORS as exc:
                     host_error = exc
                     result = failed_result(transport.host, spec.to_dict(), session.run_id, exc)

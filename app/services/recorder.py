@@ -42,6 +42,9 @@ class RunRecorder:
         self.failed: str | None = None
         self.env: dict[str, Any] | None = None
         self.started = False  # the host holds the run (its hello came, or it is a stored run re-attached)
+        # The run's wall time, first event to last (its ``end``), on the host's clock: what cost.benchmark bills.
+        self.first_t: float | None = None
+        self.last_t: float | None = None
 
     @classmethod
     def start(cls, store: RunStore, book: PriceBook | None, host: str, spec: RunSpec | dict[str, Any],
@@ -62,6 +65,7 @@ class RunRecorder:
         recorder = cls(store, book, run.host, run.spec or {}, run.run_id, declared.get("instance_type"),
                        declared.get("region"), on_error, declared.get("source") or TYPE_FROM_PROFILE)
         recorder.started = True
+        recorder.first_t = run.started_at
         return recorder, store.resume_run(run.run_id)
 
     def _report(self, exc: Exception) -> None:
@@ -75,6 +79,10 @@ class RunRecorder:
             self.started = True
         elif event.get("type") == "probe":
             self.env = event.get("env")
+        t = event.get("t")
+        if isinstance(t, (int, float)):
+            self.first_t = t if self.first_t is None else min(self.first_t, t)
+            self.last_t = t if self.last_t is None else max(self.last_t, t)
         if self.failed is not None:
             return
         try:
@@ -95,7 +103,8 @@ class RunRecorder:
         if not result.get("env") and self.env:
             result["env"] = self.env  # a run that died still says what it ran on
         if self.book is not None:
-            apply_cost(result, self.book, self.declared_type, self.declared_region, declared_from=self.declared_from)
+            apply_cost(result, self.book, self.declared_type, self.declared_region, declared_from=self.declared_from,
+                       wall=(self.first_t, self.last_t))
         try:
             self.store.finish_run(self.run_id, result)
         except (sqlite3.Error, OSError) as exc:

@@ -23,6 +23,7 @@ from app.core.compare import CompareError, CompareOptions, compare_runs
 from app.core.compile_cache import cache_state_of_events
 from app.core.decision import summary
 from app.core.errors import BadSpecError
+from app.core.job_cost import job_sentences
 from app.core.pricebook import PriceBook
 from app.core.runrecord import StoredRun
 from app.reports import FORMATS
@@ -60,11 +61,14 @@ def compare_stored(store: RunStore, book: PriceBook, refs: Sequence[str],
     runs = load_runs(store, refs)
     if options.baseline and options.baseline not in {r.run_id for r in runs}:
         runs.insert(0, store.load(options.baseline))
+    # A job tells a cold compile from a warm one by the compiler's lines in each run's log.
+    states = {run.run_id: cache_state_of_events(store.events(run.run_id, types=("log",)))["state"]
+              for run in runs} if options.job else None
     try:
-        doc = compare_runs(runs, book, options)
+        doc = compare_runs(runs, book, options, states)
     except CompareError as exc:
         raise BadSpecError(str(exc)) from None
-    doc["summary"] = summary(doc)
+    doc["summary"] = summary(doc) + job_sentences(doc)
     return Comparison(doc, runs)
 
 

@@ -23,19 +23,11 @@ from typing import Any
 
 from app.core.results import failed_result
 from app.services.recorder import RunRecorder
-from app.services.session import Event, EventCallback, RunSession
+from app.services.session import CANCEL_TIMEOUT_S, Event, EventCallback, RunSession, cancel_run
 from app.services.transport import AgentProcess, Transport
 from remote_agent.protocol import RunSpec
 
-CANCEL_TIMEOUT_S = 30.0
-
-
-def cancel_run(transport: Transport, run_id: str, timeout: float = CANCEL_TIMEOUT_S) -> bool:
-    """Stop a run on its host; True when the agent did (False: it had already ended, or is not there)."""
-    process = transport.start(["cancel", run_id])
-    for _ in process.lines():
-        pass  # `cancel` prints nothing on stdout; drain it so the agent never blocks on a full pipe
-    return process.wait(timeout=timeout) == 0
+__all__ = ["CANCEL_TIMEOUT_S", "ControlledRun", "TappedTransport", "cancel_run"]
 
 
 class TappedTransport(Transport):
@@ -156,8 +148,10 @@ class ControlledRun:
             process = self._process
         if self.cluster is not None:
             self.cluster.detach()
-        elif process is not None:
-            process.kill()  # the local `agent run` follower, or the SSH channel: not the supervisor
+        else:
+            self.session.detach()  # no reconnecting to a run we let go
+            if process is not None:
+                process.kill()  # the local `agent run` follower, or the SSH channel: not the supervisor
 
     # ------------------------------------------------------------ thread side
     def _started(self, process: AgentProcess) -> None:

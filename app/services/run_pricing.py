@@ -49,7 +49,7 @@ def declare_instance_type(store: RunStore, book: PriceBook, ref: str, instance_t
     if run.result:
         result = dict(run.result)
         priced = dict(result, env=result.get("env") or run.env, warnings=list(result.get("warnings") or []))
-        apply_cost(priced, book, itype, region, declared_from=TYPE_FROM_AFTER_RUN)
+        apply_cost(priced, book, itype, region, declared_from=TYPE_FROM_AFTER_RUN, wall=(run.started_at, run.ended_at))
         result["cost"] = priced["cost"]
     store.declare_instance(run.run_id, declaration(itype, region, at), result)
     stored = store.get_run(run.run_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from app.core.errors import AgentError, ConnectError, NeuronBenchError, ProtocolViolation
 from app.core.quoting import clean
 from app.core.refused_events import RefusedEvents
+from app.core.results import failed_result
 from app.services.transport import AgentProcess, Transport
 from remote_agent.protocol import NodePlacement, ProtocolError, RunSpec, SeqTracker, SpecError, decode, new_run_id
 
@@ -29,6 +31,29 @@ AGENT_EXIT_NO_SUCH_RUN = 2  # remote_agent.runner EXIT_BAD_INPUT: `attach` found
 # Result blocks only the app writes (the price, a launched instance, a cluster's nodes, the refusals):
 # an agent's Result that carries them has them dropped, not trusted.
 APP_BLOCKS = ("events_refused", "ec2", "nodes", "repeat", "slurm")
+# `agent cancel` gives the workload 15 s to stop, then SIGKILLs what is left and checks it is gone.
+CANCEL_TIMEOUT_S = 30.0
+
+
+class Detached(Exception):
+    """The app stopped following the run (``detach``): it goes on on its host, to be attached to later."""
+
+
+def cancel_run(transport: Transport, run_id: str, timeout: float = CANCEL_TIMEOUT_S) -> bool:
+    """Stop a run on its host; True when the agent did (False: it had already ended, or is not there)."""
+    return agent_cancel(transport, run_id, timeout)[0] == 0
+
+
+def agent_cancel(transport: Transport, run_id: str, timeout: float = CANCEL_TIMEOUT_S) -> tuple[int | None, str]:
+    """``agent cancel RUN_ID``: its exit status (None: no answer in time) and its stderr.
+
+    It returns once no process of the run is left on the host (or says which survived).
+    """
+    process = transport.start(["cancel", run_id])
+    for _ in process.lines():
+        pass  # `cancel` prints nothing on stdout; drain it so the agent never blocks on a full pipe
+    code = process.wait(timeout=timeout)
+    return code, process.stderr_text()
 
 
 def _stderr_sentence(stderr: str) -> str:
@@ -145,6 +170,25 @@ class RunSession:
         self.on_refused = on_refused  # called with the count so far (the app's live view shows it)
         self._refused_keys: set[tuple[int, int]] = set()
         self._bad_since_held = 0
+        # cancel() and detach() come from other threads (a Ctrl-C, the app's Cancel).
+        self._lock = threading.Lock()
+        self._process: AgentProcess | None = None
+        self.launched = False  # the host was asked to run it (it may be going on there)
+        self._detached = False
+        self._let_go = threading.Event()  # set by detach(): wakes a reconnect backoff
+        self._cancel_reason: str | None = None  # cancel() was called
+        self._cancel_sent = False
+        self._cancel_thread: threading.Thread | None = None
+        self.cancel_outcome: tuple[int | None, str] | None = None  # agent cancel's exit status and stderr
+
+    @property
+    def host(self) -> str:
+        return self.transport.host
+
+    @property
+    def cancel_sent(self) -> bool:
+        """``agent cancel`` went out (and did not fail to reach the host)."""
+        return self._cancel_sent
 
     def run(self) -> dict[str, Any]:
         """Start the run, follow it to the end and return the Result; a failed run is a Result too.
@@ -156,19 +200,122 @@ class RunSession:
         if self.spec is None:
             raise ValueError("RunSession.run needs a spec")
         self._started = True
-        return self._follow(self._start_run())
+        prepare = getattr(self.transport, "setup", None)
+        if prepare is not None:
+            prepare()  # connect and deploy (and the questions they may ask) before the run exists anywhere
+        with self._lock:
+            if self._detached:
+                raise Detached(f"run {self.run_id} was not started on {self.transport.host}")
+            self.launched = self._cancel_reason is None
+        if not self.launched:
+            return self.not_started_result()
+        result = self._follow(self._start_run())
+        return self._after_cancel(result)
 
     def attach(self, from_seq: int = 1) -> dict[str, Any]:
         """Follow a run started earlier (by this or another process) from ``from_seq`` to its end."""
         self._held = max(0, from_seq - 1)
-        return self._follow(self.transport.start(["attach", self.run_id, "--from-seq", str(from_seq)]))
+        self.launched = True
+        return self._after_cancel(self._follow(self._tapped(
+            self.transport.start(["attach", self.run_id, "--from-seq", str(from_seq)]))))
 
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop the run on its host (from any thread): its stream then ends ``cancelled`` and ``run()`` returns.
+
+        ``agent cancel`` goes out as soon as the run exists on the host (its hello came), on a
+        thread of its own; ``run()`` returns only once it has answered, i.e. once no process of
+        the run is left.  A run not launched yet is not launched (its Result says cancelled); a
+        host still being made for it (an EC2 launch) is given back at once.
+        """
+        with self._lock:
+            if self._cancel_reason is None:
+                self._cancel_reason = reason
+            launched, ready = self.launched, self._held > 0
+        if launched and not ready:
+            self.transport.release()  # an EC2 instance still launching: stop the launch, terminate it
+        self._cancel_if_due()
+
+    def detach(self) -> None:
+        """Stop following the run and leave it going on its host (from any thread): ``run()`` raises Detached."""
+        with self._lock:
+            self._detached = True
+            process = self._process
+        self._let_go.set()
+        if process is not None:
+            process.kill()  # the local follower or the SSH channel, never the run's supervisor
+
+    # -------------------------------------------------------------- start, cancel
     def _start_run(self) -> AgentProcess:
         assert self.spec is not None
         request: dict[str, Any] = self.spec.to_dict()
         if self.placement is not None:
             request = {"spec": request, "node": self.placement.to_dict()}
-        return self.transport.start(["run", "--run-id", self.run_id], stdin=json.dumps(request).encode())
+        return self._tapped(self.transport.start(["run", "--run-id", self.run_id],
+                                                 stdin=json.dumps(request).encode()))
+
+    def _tapped(self, process: AgentProcess) -> AgentProcess:
+        """Keep the process that follows the run now, so that detach() can stop following it."""
+        with self._lock:
+            self._process = process
+            detached = self._detached
+        if detached:
+            process.kill()
+        return process
+
+    def not_started_result(self) -> dict[str, Any]:
+        """The Result of a run cancelled (or let go) before it was launched on its host."""
+        assert self.spec is not None
+        result = failed_result(self.transport.host, self.spec.to_dict(), self.run_id,
+                               NeuronBenchError(f"{self._cancel_reason or 'stopped'} before it started on "
+                                                f"{self.transport.host}"))
+        result["status"] = "cancelled"
+        result["error"]["kind"] = "cancelled"
+        return result
+
+    def _cancel_if_due(self) -> None:
+        """Send ``agent cancel`` once it is wanted and the run exists on its host, unless we stopped following."""
+        with self._lock:
+            send = (self._cancel_reason is not None and self._held > 0 and not self._cancel_sent
+                    and not self._detached and self.end is None)
+            if send:
+                self._cancel_sent = True
+        if not send:
+            return
+
+        def cancel() -> None:
+            try:
+                self.cancel_outcome = agent_cancel(self.transport, self.run_id)
+            except ConnectError as exc:
+                with self._lock:
+                    self._cancel_sent = False  # sent again with the first event after a reconnect
+                self._notice(f"could not cancel run {self.run_id} yet: {exc}; it is cancelled once the "
+                             f"connection is back")
+            except NeuronBenchError as exc:
+                self._notice(f"could not cancel run {self.run_id}: {exc}")
+
+        self._cancel_thread = threading.Thread(target=cancel, name=f"cancel-{self.transport.host}", daemon=True)
+        self._cancel_thread.start()
+
+    def _after_cancel(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Wait for a cancel in flight (it returns when no process of the run is left) and say how it went."""
+        thread = self._cancel_thread
+        if thread is None:
+            return result
+        thread.join(CANCEL_TIMEOUT_S + 5)
+        if thread.is_alive():
+            code, said = None, f"the cancel on {self.transport.host} did not answer within {CANCEL_TIMEOUT_S:g} s"
+        elif self.cancel_outcome is None:
+            return result  # it never reached the host; the run ended by itself
+        else:
+            code, stderr = self.cancel_outcome
+            said = _stderr_sentence(stderr) if stderr.strip() else f"cancel exited with code {code}"
+        if result.get("status") == "cancelled" and not (result.get("error") or {}).get("message"):
+            message = f"{self._cancel_reason}: " + (f"no process of it is left on {self.transport.host}"
+                                                     if code == 0 else said)
+            result["error"] = {"kind": "cancelled", "message": message, "detail": ""}
+        elif code not in (0, AGENT_EXIT_NO_SUCH_RUN):
+            result.setdefault("warnings", []).append(f"cancelling on {self.transport.host}: {said}")
+        return result
 
     def _deliver(self, event: Event) -> None:
         if event["type"] == "hello":
@@ -187,6 +334,8 @@ class RunSession:
             self.end = event
         if self.on_event is not None:
             self.on_event(event)
+        if self._cancel_reason is not None:
+            self._cancel_if_due()  # the run exists on its host now (or it is back after a reconnect)
 
     def _follow(self, process: AgentProcess) -> dict[str, Any]:
         lost_since: float | None = None
@@ -195,11 +344,13 @@ class RunSession:
             self.stream.pump()
             if self.end is not None:
                 return self._result()
+            if self._detached:
+                raise Detached(f"run {self.run_id} goes on on {self.transport.host}")
             if self.stream.count:
                 lost_since = None  # it moved on since the last drop: a fresh reconnect budget
             if process.connection_lost():
                 lost_since = lost_since or time.monotonic()
-                process = self._reconnect(lost_since)
+                process = self._tapped(self._reconnect(lost_since))
             elif self._started and self._held == 0 and not self.stream.count and \
                     self.stream.exit_code == AGENT_EXIT_NO_SUCH_RUN and self.reconnects:
                 # The connection dropped before `run` had created the run on the host: start it again.
@@ -241,7 +392,8 @@ class RunSession:
                     f"`neuronbench runs attach {self.run_id} --host {host}` picks it up")
             self._notice(f"connection to {host} lost after event {self._held}; "
                          f"reconnecting in {delay:g} s" + (f" (attempt {attempt + 1})" if attempt else ""))
-            time.sleep(delay)
+            if self._let_go.wait(delay):
+                raise Detached(f"run {self.run_id} goes on on {host}")
             try:
                 process = self.transport.start(["attach", self.run_id, "--from-seq", str(self._held + 1)])
             except ConnectError as exc:

@@ -73,6 +73,12 @@ class SlurmRun(ClusterRun):
         setup = self.login.setup()
         self.job_dir = self._stage()
         node_argv = agent_argv(setup.python, setup.agent_path, ["_slurm_node", self.run_id])
+        with self._lock:  # a cancel or detach from here on finds the job submitted, or none
+            if self._detached:
+                raise Detached(f"run {self.run_id} was not submitted")
+            self.launched = not self._cancelled
+        if not self.launched:
+            return self._merged()
         self.job_id = self.jobs.submit(sbatch_argv(self.run_id, len(self.nodes), self.job_dir, self.settings),
                                        batch_script(self.run_id, len(self.nodes), node_argv), self.settings.partition)
         self._emit({"type": "hello", "agent_version": app.__version__, "protocol_version": PROTOCOL_VERSION,
@@ -89,6 +95,7 @@ class SlurmRun(ClusterRun):
         """Follow a Slurm run started earlier from the events the run store holds (waiting if still queued)."""
         held = list(held)
         self._seq = max([self._seq, *(e["seq"] for e in held)])
+        self.launched = True
         return self._after_submit(held)
 
     def cancel(self) -> None:
@@ -96,6 +103,10 @@ class SlurmRun(ClusterRun):
         with self._lock:
             self._cancelled = True
         self._scancel()
+
+    @property
+    def cancel_sent(self) -> bool:
+        return self._scancel_sent
 
     def run_ended(self, result: dict[str, Any] | None, last: bool = True) -> dict[str, Any] | None:
         """The run ended: its connection to the login node is closed (a later run opens a new one)."""

@@ -9,11 +9,28 @@ an implementation that talks to a person must serialise its questions.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
-# What ``offer_timm_install`` may answer: install from PyPI on the host, or unpack the wheel the app carries.
-TIMM_FROM_PYPI = "pypi"
-TIMM_FROM_WHEEL = "wheel"
+# What ``offer_install`` may answer: pip-install on the host from PyPI, or unpack a wheel the app carries.
+FROM_PYPI = "pypi"
+FROM_WHEEL = "wheel"
+# The names these had when timm was the only library offered (``hosts test --install-timm pypi|wheel``).
+TIMM_FROM_PYPI = FROM_PYPI
+TIMM_FROM_WHEEL = FROM_WHEEL
+
+
+@dataclass(frozen=True)
+class InstallOffer:
+    """A model library is missing for the host's Python: what would be installed, and the ways to do it."""
+
+    host: str
+    python: str
+    library: str                # timm, torchvision or transformers
+    choices: tuple[str, ...]    # FROM_PYPI and/or FROM_WHEEL, the default first
+    needed_by: str              # the models that need it, e.g. "hf: models"
+    what: str                   # one sentence: what goes where, and what the host needs for it (internet)
 
 
 class SshPrompts(Protocol):
@@ -25,17 +42,24 @@ class SshPrompts(Protocol):
         """The passphrase of an encrypted private key, or None to skip that key."""
         ...
 
-    def offer_timm_install(self, host: str, python: str, choices: tuple[str, ...]) -> str | None:
-        """timm is missing for ``python`` on ``host``: one of ``choices`` (TIMM_FROM_*), or None to leave it."""
+    def offer_install(self, offer: InstallOffer) -> str | None:
+        """A model library is missing on a host: one of ``offer.choices``, or None to leave it."""
         ...
 
 
 class NoPrompts:
-    """Nobody to ask (scripts, tests): unknown host keys and encrypted keys are refused, nothing installed."""
+    """Nobody to ask (scripts, tests): unknown host keys and encrypted keys are refused.
 
-    def __init__(self, accept_new_host_keys: bool = False, timm: str | None = None) -> None:
+    ``install`` answers the install offers in advance (library -> FROM_*); ``timm`` is
+    ``install={"timm": timm}``.  A library not named there is not installed.
+    """
+
+    def __init__(self, accept_new_host_keys: bool = False, timm: str | None = None,
+                 install: Mapping[str, str] | None = None) -> None:
         self.accept_new_host_keys = accept_new_host_keys
-        self.timm = timm
+        self.install = dict(install or {})
+        if timm is not None:
+            self.install["timm"] = timm
 
     def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
         return self.accept_new_host_keys
@@ -43,5 +67,6 @@ class NoPrompts:
     def ask_passphrase(self, key_path: str) -> str | None:
         return None
 
-    def offer_timm_install(self, host: str, python: str, choices: tuple[str, ...]) -> str | None:
-        return self.timm if self.timm in choices else None
+    def offer_install(self, offer: InstallOffer) -> str | None:
+        how = self.install.get(offer.library)
+        return how if how in offer.choices else None

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import paramiko
 
-from app.core.errors import ConnectError
+from app.core.errors import ConnectError, DeployError
 from app.core.hosts import HostProfile
 from app.paths import AppPaths
 from app.services.agent_bundle import AgentBundle, agent_argv, ensure_bundle
 from app.services.deploy import NEURON_VENV_GLOB, RemoteSetup, prepare_host
+from app.services.host_libraries import ensure_libraries, libraries_for_command, missing_sentence
 from app.services.known_hosts import KnownHosts
 from app.services.remote_exec import EXIT_FILE_MISSING, open_command
 from app.services.ssh_connect import (
@@ -135,24 +136,44 @@ class SshTransport(Transport):
                 self._conn = connect(chain, self.known_hosts, self.prompts, self.keyring, self.connect_timeout)
             return self._conn
 
-    def setup(self, fresh: bool = False) -> RemoteSetup:
+    def setup(self, fresh: bool = False, libraries: Sequence[str] = ()) -> RemoteSetup:
         """The host prepared for the agent, once per transport (a reconnect reuses it).
 
         A host prepared before by this computer (same address, Python choice and
-        agent hash, timm present) is not inspected again: its first command runs
-        guarded, and if the agent or the Python has gone the host is prepared anew.
-        ``fresh`` inspects regardless (``hosts test``).
+        agent hash) is not inspected again: its first command runs guarded, and if
+        the agent or the Python has gone the host is prepared anew.  ``fresh``
+        inspects regardless (``hosts test``).  ``libraries`` (deploy.MODEL_LIBRARIES)
+        that the host's Python lacks are offered to the person; a remembered "lacks"
+        is looked at again on the host first.
         """
         with self._lock:
             if self._setup is None and not fresh:
                 self._setup = self._remembered()
                 self._verified = False
-            if self._setup is None or fresh:
-                self._setup = prepare_host(self.connection().transport, self.profile, self.bundle, self.prompts,
-                                           self.paths.cache / "wheels", self.venv_glob, self.on_progress)
+            lacking = self._setup is not None and any(name in self._setup.missing for name in libraries)
+            if self._setup is None or fresh or (lacking and not self._verified):
+                self._setup = prepare_host(self.connection().transport, self.profile, self.bundle, self.venv_glob,
+                                           self.on_progress)
                 self._verified = True
                 self._remember(self._setup)
+            if any(name in self._setup.missing for name in libraries):
+                self._setup = ensure_libraries(self.connection().transport, self.profile, self._setup, libraries,
+                                               self.prompts, self._wheels_dir, self.on_progress or (lambda _t: None))
+                self._remember(self._setup)
             return self._setup
+
+    @property
+    def _wheels_dir(self) -> Path:
+        return self.paths.cache / "wheels"
+
+    def _setup_for(self, args: Sequence[str], stdin: bytes | None, fresh: bool = False) -> RemoteSetup:
+        """The setup for one agent command: a run whose model needs a library the host lacks stops here."""
+        needs = libraries_for_command(args, stdin)
+        setup = self.setup(fresh=fresh, libraries=needs)
+        for name in needs:
+            if name in setup.missing:
+                raise DeployError(missing_sentence(setup, self.host, name, self._wheels_dir))
+        return setup
 
     def _memory_file(self) -> Path:
         key = json.dumps([self.profile.hostname, self.profile.port, self.profile.user, self.profile.python,
@@ -167,8 +188,6 @@ class SshTransport(Transport):
             return None
 
     def _remember(self, setup: RemoteSetup) -> None:
-        if not setup.timm:
-            return  # not ready to run: inspect (and offer timm) again next time
         path = self._memory_file()
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -187,7 +206,7 @@ class SshTransport(Transport):
         return SshAgentProcess(channel)
 
     def start(self, args: Sequence[str], stdin: bytes | None = None) -> AgentProcess:
-        setup = self.setup()
+        setup = self._setup_for(args, stdin)
         argv = agent_argv(setup.python, setup.agent_path, list(args))
         if self._verified:
             return self._exec(argv, stdin)
@@ -195,7 +214,7 @@ class SshTransport(Transport):
         if not process.first_line() and process.wait(EXIT_STATUS_WAIT_S) in _STALE_CODES:
             with self._lock:  # the remembered agent or Python is gone: prepare the host again
                 self._setup = None
-            setup = self.setup(fresh=True)
+            setup = self._setup_for(args, stdin, fresh=True)
             return self._exec(agent_argv(setup.python, setup.agent_path, list(args)), stdin)
         self._verified = True
         return process

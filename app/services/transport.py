@@ -96,6 +96,8 @@ class Transport:
     """Where an agent runs.  ``host`` is the name the user knows the machine by."""
 
     host: str
+    # Given back (terminated) when the command ends: a run left on it ends with it (a launched EC2 instance).
+    ephemeral = False
 
     def start(self, args: Sequence[str], stdin: bytes | None = None) -> AgentProcess:
         raise NotImplementedError
@@ -163,10 +165,13 @@ class LocalTransport(Transport):
         env["NEURONBENCH_AGENT_HOME"] = str(self.paths.local_agent_home)
         env["PYTHONUNBUFFERED"] = "1"
         try:
+            # The terminal's Ctrl-C is the app's to act on (cancel the run, then wait for the cancel):
+            # a follower or a cancel that died of it at once would drop the run's stream, or leave the
+            # cancel half done.  A watch (`monitor`) is ended by that same Ctrl-C, so it stays.
             popen = subprocess.Popen(agent_argv(self.python, str(self.bundle.path), list(args)),
                                      stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                     cwd=str(self.paths.cache))
+                                     cwd=str(self.paths.cache), start_new_session=list(args)[:1] != ["monitor"])
         except OSError as exc:
             raise DeployError(f"could not start the agent on {self.host} with {self.python}: "
                               f"{exc.strerror or exc} (set {ENV_LOCAL_PYTHON} to a Python 3.8+)") from None

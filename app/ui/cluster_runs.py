@@ -51,7 +51,7 @@ class ClusterRunsMixin:
         """One training run on ``nnodes`` nodes of a Slurm cluster: submitted on its login node, a view a node."""
         assert host.slurm is not None
         try:
-            spec = slurm_spec(spec, host, nnodes)
+            spec = slurm_spec(spec, host.name, host.instance_type, nnodes)
             slurm = SlurmRun(self.provider.transport_for(host), host.slurm, spec)
         except (NeuronBenchError, ValueError) as exc:
             self.errors.show_exception(f"{host.name}: cannot submit a Slurm run", exc)

@@ -267,7 +267,7 @@ class MainWindow(ClosingMixin, ReattachMixin, ClusterRunsMixin, QMainWindow):
     @Slot()
     def start_runs(self) -> list[LiveRunView]:
         """Run on the ticked hosts; when some are launched on EC2, ask first (``launch_question``)."""
-        spec = self.workload.spec()
+        spec = self.workload.spec_to_run()  # a model file is read now, as it is (or a stored run's copy)
         hosts = self.sidebar.checked()
         if spec is None or not hosts or self.runs.active_views() or self.launch_question is not None:
             return []
@@ -294,6 +294,14 @@ class MainWindow(ClosingMixin, ReattachMixin, ClusterRunsMixin, QMainWindow):
         self._start(spec, hosts, plans)
 
     def _start(self, spec: RunSpec, hosts: list[HostProfile], plans: dict[str, LaunchPlan]) -> list[LiveRunView]:
+        views = self._start_on(spec, hosts, plans)
+        stored = self.workload.stored_copy_sentence(spec)
+        if stored is not None:  # Run again with a stored run's copy of the model file: each view says so
+            for view in views:
+                view.note_stored_copy(*stored)
+        return views
+
+    def _start_on(self, spec: RunSpec, hosts: list[HostProfile], plans: dict[str, LaunchPlan]) -> list[LiveRunView]:
         self.runs.clear()
         self.errors.clear()
         if len(hosts) > 1 and spec.workload == "train" and self.distributed.isChecked():
@@ -440,6 +448,8 @@ class MainWindow(ClosingMixin, ReattachMixin, ClusterRunsMixin, QMainWindow):
     @Slot(object)
     def _on_models(self, catalog: ModelCatalog) -> None:
         self.workload.model.set_names(catalog.names, f"timm {catalog.timm_version}")
+        self.workload.model.set_names(catalog.torchvision_names, f"torchvision {catalog.torchvision_version}",
+                                      source="torchvision")
 
     @Slot(object)
     def _on_models_failed(self, exc: BaseException) -> None:

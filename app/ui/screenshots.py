@@ -17,7 +17,6 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -25,7 +24,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import paramiko
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QStyleFactory, QWidget
 
 from app.core.ec2_launch import Ec2Launch
@@ -48,10 +46,12 @@ from app.ui.bridge import Bridge, RunJob
 from app.ui.dialogs.launch_confirm import launch_question
 from app.ui.dialogs.ssh_questions import HostKeyDialog, changed_host_key_box
 from app.ui.main_window import MainWindow
+from app.ui.screenshot_models import ModelShots
+from app.ui.screenshot_steps import run_from_button, settle, wait_until
 from app.ui.settings import AppSettings
 from app.ui.views.compare_view import CompareView
 from app.ui.views.history_view import HistoryView
-from remote_agent.protocol import RunSpec
+from remote_agent.protocol import RunSpec, new_run_id
 
 RUNS_DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "runs"
 WINDOW_SIZE = (1440, 900)
@@ -66,19 +66,6 @@ class _NeverStarted(Transport):
 
     def describe(self) -> str:
         return "i-0f3c9a7e51b2d4c68 (trn1.2xlarge in us-east-1)"
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"screenshots: gave up waiting for {what} after {timeout:.0f} s")
-        QTest.qWait(25)
-
-
-def settle(ms: int = 300) -> None:
-    """Let the redraw timer tick and layouts settle before grabbing."""
-    QTest.qWait(ms)
 
 
 def save(widget: QWidget, out: Path, name: str, saved: list[Path]) -> None:
@@ -106,21 +93,20 @@ def fill_tiny(window: MainWindow, workload: str, **values) -> None:
     window.workload.set_form_values(form)
 
 
-def run_from_button(window: MainWindow, timeout: float = 180) -> None:
-    wait_until(lambda: window.run_button.isEnabled(), 30, "the Run button")
-    window.run_button.click()
-    wait_until(lambda: bool(window.runs.views) and not window.runs.active_views(), timeout, "the run to finish")
-
-
 def replay_job(window: MainWindow, events_file: str, title: str, samples: list[dict], loops: int = 1,
-               pace_s: float = 0.0, recorded_times: bool = False):
-    """A view replaying a recorded run; ``recorded_times`` keeps each event's own time (a real run's timeline)."""
+               pace_s: float = 0.0, recorded_times: bool = False, priced_as: HostProfile | None = None):
+    """A view replaying a recorded run; ``recorded_times`` keeps each event's own time (a real run's timeline).
+
+    ``priced_as``: record the replay in the store as a run on that host, priced by its declared instance type.
+    """
     events = read_events(RUNS_DATA / events_file)
     spec = RunSpec.from_dict(next(e for e in events if e["type"] == "result")["result"]["spec"])
     transport = ReplayTransport(lambda: live_stream(events, samples, every=10, loops=loops), title,
                                 pace=lambda e: 0.0 if e.get("type") == "sample" else pace_s,
                                 clock=(lambda: lambda e: e["t"]) if recorded_times else lambda: virtual_clock(10.0))
-    job = window.bridge.start_run(transport, spec)
+    run_id = new_run_id()
+    recorder = window._recorder_for(priced_as, spec, run_id) if priced_as is not None else None
+    job = window.bridge.start_run(transport, spec, run_id=run_id, recorder=recorder)
     view = window.runs.add_run(job, title)
     job.start()
     return view
@@ -142,8 +128,8 @@ def dark_palette() -> QPalette:
     return pal
 
 
-class Shots:
-    """The views to render, in order; each method makes one PNG."""
+class Shots(ModelShots):
+    """The views to render, in order; each method makes one PNG (issue 14's in app/ui/screenshot_models.py)."""
 
     def __init__(self, out: Path, paths: AppPaths) -> None:
         self.out, self.paths = out, paths
@@ -254,6 +240,17 @@ class Shots:
         wait_until(lambda: view.state.finished, 60, "the 192-vCPU replay")
         self.save(window, "22-live-cpu-192vcpu.png")
 
+    def shot_27_live_trn1_32xlarge(self) -> None:
+        """A trn1.32xlarge training with one Neuron runtime per NeuronCore (32), replayed with the agent's mapping
+        of a generated 32-runtime neuron-monitor report; recorded as a run priced as trn1.32xlarge, finished."""
+        window = self.window(probe_hosts=False, load_models=False)
+        host = HostProfile(name="trn1n-replay", hostname="trn1n.example", instance_type="trn1.32xlarge",
+                           region="us-east-1")
+        view = replay_job(window, "train-xla-tiny.events.jsonl", "replay: trn1.32xlarge, 32 runtimes",
+                          read_events(RUNS_DATA / "samples-trn1-32xlarge.jsonl"), loops=4, priced_as=host)
+        wait_until(lambda: view.done, 60, "the trn1.32xlarge replay")
+        self.save(window, "27-live-trn1-32xlarge-finished.png")
+
     def stored_runs(self) -> list[str]:
         """Three real tiny runs recorded in the store (once), priced as trn1.2xlarge and inf2.xlarge hosts."""
         if self._stored is None:
@@ -291,10 +288,14 @@ class Shots:
         self.view(view, "09-history.png", bridge)
 
     def shot_10_compare(self) -> None:
-        """The comparison of the stored runs: decision summary, table, bars, latency vs throughput."""
+        """The comparison of the stored runs: decision summary, table, your job, bars, latency vs throughput."""
         ids = self.stored_runs()
         bridge = Bridge()
         view = CompareView(self.paths, bridge)
+        # A job sized as a user would: 3 epochs of ImageNet-1k, 10 million requests.
+        view.job_box.epochs.setValue(3)
+        view.job_box.dataset.setText("1281167")
+        view.job_box.requests.setText("10M")
         view.set_runs(ids)
         wait_until(lambda: view.doc is not None or view.status.is_error, 60, "the comparison")
         self.view(view, "10-compare.png", bridge)

@@ -7,9 +7,11 @@ and keeps the newest mapped report.
 What a report holds, and how it is read here:
 
 - ``neuron_runtime_data``: one entry per process using the Neuron runtime (a
-  torchrun worker each), with its own metric groups.  Each runtime owns some
-  NeuronCores; their keys are *global* core indices as strings.  The runtimes are
-  merged into one list of cores.
+  torchrun worker each), with its own metric groups.  Core keys are *global* core
+  indices as strings.  A runtime may list every core of the host, the ones it does
+  not use at zero (a trn1.32xlarge with 32 workers lists 32 cores under each of its
+  32 runtimes): a core is as busy as the runtimes that use it say, so the runtimes
+  are merged per core, never by taking the first runtime that lists it.
 - ``system_data``: host vCPU usage and memory.
 - ``neuron_hardware_info``: device count, cores per device, device memory: the full
   list of cores, so that cores no runtime holds show as idle (0 %), like neuron-top.
@@ -57,6 +59,8 @@ def _int(value: Any) -> Optional[int]:
 
 def _core_index(key: Any) -> Optional[int]:
     """Core keys are strings ("0", "1", ...): global NeuronCore indices."""
+    if type(key) is str and key.isdigit():  # the usual key, first: 2,048 of them a trn1.32xlarge report
+        return int(key)
     if isinstance(key, int) and not isinstance(key, bool):
         return key
     if isinstance(key, str) and key.strip().isdigit():
@@ -78,6 +82,18 @@ def _group(container: Any, name: str, where: str) -> Tuple[Optional[Dict[str, An
 
 
 BUSY_FIELDS = ("user", "nice", "system", "irq", "soft_irq")
+COUNTER_FIELDS = ("neuroncore_utilization", "flops", "effective_flops")
+
+
+def _any_positive(values: Optional[Dict[str, Any]], keys: Tuple[str, ...]) -> bool:
+    if values is None:
+        return False
+    for key in keys:
+        value = values.get(key)
+        # 0 (an idle core's every figure) is out at the first test; bool is an int, but not a figure.
+        if value and type(value) in (int, float) and value > 0:
+            return True
+    return False
 
 
 def _busy_pct(usage: Any) -> Optional[float]:
@@ -149,8 +165,42 @@ class _Runtime:
         return out
 
     @property
-    def cores(self) -> List[int]:
+    def listed(self) -> List[int]:
         return sorted(set(self.core_use) | set(self.core_memory))
+
+    def core_figures(self, core: int) -> Dict[str, Optional[float]]:
+        """This runtime's utilisation, FLOPS and device memory on ``core`` (None: not reported)."""
+        use = self.core_use.get(core)
+        util = flops = None  # type: Optional[float]
+        if use is not None:
+            util = _number(use.get("neuroncore_utilization"))
+            # Recent runtimes write effective_flops instead of the documented flops.
+            flops = _number(use["flops"] if "flops" in use else use.get("effective_flops"))
+        memory = self.core_memory.get(core)
+        mem = _core_memory_bytes(memory) if memory is not None else None
+        return {"util_pct": util, "flops": flops, "mem_used": mem}
+
+    def uses(self, core: int) -> bool:
+        """Whether this runtime reports any activity on ``core``: utilisation, FLOPS or memory above zero.
+
+        Asked of every core of every runtime (32 x 32 on a trn1.32xlarge each period): it reads
+        the raw numbers instead of building ``core_figures``.
+        """
+        return _any_positive(self.core_use.get(core), COUNTER_FIELDS) or \
+            _any_positive(self.core_memory.get(core), CORE_MEMORY_FIELDS)
+
+    def cores(self, host_cores: int) -> List[int]:
+        """The cores this runtime uses: those where it reports activity.
+
+        A runtime that lists only some cores names its own (an older runtime, or a report of one
+        worker per core that lists each core once) even while they are still at zero; one that
+        lists every core of the host (``host_cores``; 0 when unknown) and is idle on all uses none
+        that can be told.
+        """
+        used = [core for core in self.listed if self.uses(core)]
+        if used or (host_cores and len(self.listed) >= host_cores):
+            return used
+        return self.listed
 
     def completed(self) -> Optional[int]:
         summary = (self.stats or {}).get("execution_summary")
@@ -175,10 +225,10 @@ class _Runtime:
         user, system = _number(usage.get("user")), _number(usage.get("system"))
         return None if user is None and system is None else (user or 0.0) + (system or 0.0)
 
-    def describe(self) -> Dict[str, Any]:
-        """One row of neuron-top's per-application view."""
+    def describe(self, cores: List[int]) -> Dict[str, Any]:
+        """One row of neuron-top's per-application view (``cores``: the ones it uses)."""
         errors = self.errors_by_kind()
-        return {"pid": self.pid, "cores": self.cores, "completed": self.completed(),
+        return {"pid": self.pid, "cores": cores, "completed": self.completed(),
                 "errors": sum(errors.values()) if errors is not None else None,
                 "latency_p50_s": self.latency("total_latency", "p50"),
                 "latency_p99_s": self.latency("total_latency", "p99"),
@@ -206,6 +256,25 @@ def _hardware(report: Dict[str, Any], missing: Dict[str, str]) -> Tuple[List[int
     # neuroncore_per_device_count counts the cores the tools index (logical cores under
     # LNC=2 on Trn2, as neuron-ls's nc_count does), so core c sits on device c // per_device.
     return list(range(devices * per_device)), per_device, (memory // per_device if memory else None)
+
+
+def _merge_core(entry: Dict[str, Any], path: str, figures: List[Tuple[_Runtime, Dict[str, Optional[float]]]],
+                missing: Dict[str, str]) -> None:
+    """A core's figures from the runtimes that use it: their sum (utilisation at most 100 %).
+
+    One runtime per core is the rule (NeuronCores are exclusive per process); should two report
+    activity on one core, their figures add up.  A figure one of them lacks is unknown.
+    """
+    for key in ("util_pct", "flops", "mem_used"):
+        lacking = [rt for rt, values in figures if values[key] is None]
+        if lacking:
+            rt = lacking[0]
+            why = rt.memory_why if key == "mem_used" else rt.counters_why
+            missing[path + key] = why or "runtime %s reports no %s for this core" % (
+                rt.pid, "memory" if key == "mem_used" else key)
+            continue
+        total = sum(values[key] or 0.0 for _, values in figures)
+        entry[key] = int(total) if key == "mem_used" else (min(100.0, total) if key == "util_pct" else total)
 
 
 def _merge_latency(runtimes: List[_Runtime], percentile: str) -> Optional[float]:
@@ -263,42 +332,33 @@ def map_report(report: Dict[str, Any]) -> Reading:
     raw = report.get("neuron_runtime_data")
     runtimes = [_Runtime(entry) for entry in (raw if isinstance(raw, list) else []) if isinstance(entry, dict)]
     all_cores, per_device, core_total = _hardware(report, missing)
-    owner = {}  # type: Dict[int, _Runtime]
-    for rt in runtimes:
-        for core in rt.cores:
-            owner.setdefault(core, rt)
+    used = [rt.cores(len(all_cores)) for rt in runtimes]
+    holders = {}  # type: Dict[int, List[_Runtime]]
+    for rt, cores in zip(runtimes, used):
+        for core in cores:
+            holders.setdefault(core, []).append(rt)
     # A runtime whose groups failed may hold cores we cannot name: then no core is surely idle.
-    blind = [rt for rt in runtimes if not rt.cores and (rt.counters is None or rt.memory is None)]
+    blind = [rt for rt, cores in zip(runtimes, used) if not cores and (rt.counters is None or rt.memory is None)]
+    listed = set(core for rt in runtimes for core in rt.listed)
     devices = []
-    for core in sorted(set(all_cores) | set(owner)):
+    for core in sorted(set(all_cores) | listed):
         entry = {"index": core, "kind": "neuroncore", "device": core // per_device if per_device else None,
                  "util_pct": None, "mem_used": None, "mem_total": core_total, "flops": None}  # type: Dict[str, Any]
         path = "devices.%d." % core
-        rt = owner.get(core)
-        if rt is None and blind:
+        users = holders.get(core, [])
+        if not users and blind:
             why = "runtime %s's cores are unknown (%s)" % (blind[0].pid, blind[0].counters_why or blind[0].memory_why)
             for key in ("util_pct", "mem_used", "flops"):
                 missing[path + key] = why
-        elif rt is None:
-            entry.update(util_pct=0.0, mem_used=0, flops=0.0)  # no runtime holds it: idle, as neuron-top shows
+        elif not users:
+            entry.update(util_pct=0.0, mem_used=0, flops=0.0)  # no runtime uses it: idle, as neuron-top shows
         else:
-            use = rt.core_use.get(core)
-            if use is not None:
-                entry["util_pct"] = _number(use.get("neuroncore_utilization"))
-                # Recent runtimes write effective_flops instead of the documented flops.
-                entry["flops"] = _number(use["flops"] if "flops" in use else use.get("effective_flops"))
-            for key in ("util_pct", "flops"):
-                if entry[key] is None:
-                    missing[path + key] = rt.counters_why or "runtime %s reports no %s for this core" % (rt.pid, key)
-            if core in rt.core_memory:
-                entry["mem_used"] = _core_memory_bytes(rt.core_memory[core])
-            if entry["mem_used"] is None:
-                missing[path + "mem_used"] = rt.memory_why or "runtime %s reports no memory for this core" % rt.pid
+            _merge_core(entry, path, [(rt, rt.core_figures(core)) for rt in users], missing)
         if entry["mem_total"] is None:
             missing[path + "mem_total"] = missing.get("devices", "neuron_hardware_info gives no device memory size")
         devices.append(entry)
     return {"host": host, "devices": devices, "runtime": _runtime_block(runtimes, missing),
-            "processes": [rt.describe() for rt in runtimes], "missing": missing}
+            "processes": [rt.describe(cores) for rt, cores in zip(runtimes, used)], "missing": missing}
 
 
 # --------------------------------------------------------------------------- the process

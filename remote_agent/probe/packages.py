@@ -23,6 +23,7 @@ PACKAGES = (
     ("torch", "torch"),
     ("torchvision", "torchvision"),
     ("timm", "timm"),
+    ("transformers", "transformers"),
     ("torch_xla", "torch-xla"),
     ("torch_neuronx", "torch-neuronx"),
     ("neuronx_cc", "neuronx-cc"),
@@ -70,7 +71,7 @@ def installed_version(dist_name: str) -> Optional[str]:
 
 
 def installed_versions(missing: Dict[str, str]) -> Dict[str, Optional[str]]:
-    """Versions of torch, torchvision, timm, torch_xla, torch_neuronx and neuronx_cc.
+    """Versions of torch, torchvision, timm, transformers, torch_xla, torch_neuronx and neuronx_cc.
 
     Args:
         missing: receives ``"not installed for <python>"`` for each absent package.

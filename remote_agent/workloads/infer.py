@@ -81,7 +81,8 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
                                                           ", sequence length %d" % seq_len))
         if sentence:
             warnings.append(sentence)
-            events.emit("log", level="warning", message=sentence)
+            # The figures go with the sentence: a live view marks this artefact's row now, not at the end.
+            events.emit("log", level="warning", message=sentence, check=check, **where)
 
     phase.name = "warmup"
     events.emit("phase", name="warmup", state="start", **where)

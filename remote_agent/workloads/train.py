@@ -35,8 +35,8 @@ def _reference_loss(reference: Any, mut: Any, batch: Any) -> float:
     import torch
 
     cpu = batch.to("cpu", torch.float32)
-    with torch.enable_grad():  # the same forward as the step (dropout and all); no backward
-        return float(mut.loss(mut.training_forward(reference, cpu), cpu).detach())
+    with torch.no_grad():  # the step's forward (in training mode, dropout and all), without its backward
+        return float(mut.loss(mut.training_forward(reference, cpu), cpu))
 
 
 def _describe_inputs(batch: Any) -> str:

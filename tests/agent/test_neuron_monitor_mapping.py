@@ -17,6 +17,8 @@ NEURON = Path(__file__).resolve().parents[1] / "data" / "neuron"
 TRN1 = [json.loads(line) for line in (NEURON / "neuron-monitor-trn1-2xlarge.jsonl").read_text().splitlines()]
 INF2 = [json.loads(line) for line in (NEURON / "neuron-monitor-inf2-xlarge.jsonl").read_text().splitlines()]
 IDLE = json.loads((NEURON / "neuron-monitor-idle.json").read_text())
+# 32 runtimes (one torchrun worker per NeuronCore), each listing all 32 cores, idle ones at 0 (see the README).
+TRN1_32 = [json.loads(line) for line in (NEURON / "neuron-monitor-trn1-32xlarge.jsonl").read_text().splitlines()]
 GIB = 1024 ** 3
 CORE_TOTAL = 16 * GIB  # a 32 GiB device with 2 NeuronCores
 HOST_TOTAL = 33117732864
@@ -202,3 +204,74 @@ def test_core_keys_are_global_indices_across_devices():
     assert [(d["index"], d["device"], d["util_pct"]) for d in reading["devices"]] == [
         (0, 0, 0.0), (1, 0, 0.0), (2, 1, pytest.approx(90.1093099792359)), (3, 1, pytest.approx(86.3766576309908))]
     assert [p["cores"] for p in reading["processes"]] == [[2], [3]]
+
+
+# ----------------------------------------------------------------- many runtimes on one host (trn1.32xlarge)
+
+def _own(report, k):
+    """Runtime k's figures for its own core k, as the report states them."""
+    entry = report["neuron_runtime_data"][k]["report"]
+    counters = entry["neuroncore_counters"]["neuroncores_in_use"][str(k)]
+    memory = entry["memory_used"]["neuron_runtime_used_bytes"]["usage_breakdown"]["neuroncore_memory_usage"][str(k)]
+    return counters, sum(memory[f] for f in CORE_MEMORY_FIELDS)
+
+
+@pytest.mark.parametrize("number", [3, 4, 5])
+def test_every_core_is_as_busy_as_the_runtime_that_uses_it_says(number):
+    report = line(TRN1_32, number)
+    for k, entry in enumerate(report["neuron_runtime_data"]):  # the shape: all 32 cores in each, others at 0
+        in_use = entry["report"]["neuroncore_counters"]["neuroncores_in_use"]
+        assert sorted(in_use, key=int) == [str(c) for c in range(32)]
+        assert all(v["neuroncore_utilization"] == 0 for c, v in in_use.items() if c != str(k))
+    reading = map_report(report)
+    assert [d["index"] for d in reading["devices"]] == list(range(32))
+    for k in range(32):
+        counters, memory = _own(report, k)
+        device = core(reading, k)
+        assert device["util_pct"] == pytest.approx(counters["neuroncore_utilization"]) and device["util_pct"] > 70
+        assert device["flops"] == pytest.approx(counters["flops"])
+        assert device["mem_used"] == memory == 4157997056  # 3.87 GiB, not the 0 of the 31 others
+        assert device["device"] == k // 2 and device["mem_total"] == CORE_TOTAL
+    assert reading["missing"] == {}
+
+
+def test_each_of_the_32_processes_is_listed_with_its_own_core_only():
+    reading = map_report(line(TRN1_32, 4))
+    assert [(p["pid"], p["cores"]) for p in reading["processes"]] == [(7001 + k, [k]) for k in range(32)]
+    assert reading["runtime"]["completed"] == sum(
+        e["report"]["execution_stats"]["execution_summary"]["completed"] for e in TRN1_32[3]["neuron_runtime_data"])
+
+
+def test_while_32_workers_compile_each_core_holds_its_workers_memory_at_zero_utilisation():
+    reading = map_report(line(TRN1_32, 2))
+    assert [d["util_pct"] for d in reading["devices"]] == [0.0] * 32
+    assert [d["mem_used"] for d in reading["devices"]] == [1134559232] * 32  # 1.06 GiB each, from its own runtime
+    assert [p["cores"] for p in reading["processes"]] == [[k] for k in range(32)]
+
+
+def test_a_core_no_runtime_uses_is_idle_even_when_every_runtime_lists_it():
+    report = line(TRN1_32, 4)
+    del report["neuron_runtime_data"][5]  # worker 5 has ended: the others still list core 5, at 0
+    reading = map_report(report)
+    assert (core(reading, 5)["util_pct"], core(reading, 5)["mem_used"]) == (0.0, 0)
+    assert core(reading, 6)["util_pct"] > 70 and "devices.5.util_pct" not in reading["missing"]
+
+
+def test_a_runtime_whose_counters_fail_leaves_only_its_own_core_unknown():
+    report = line(TRN1_32, 4)
+    report["neuron_runtime_data"][7]["report"]["neuroncore_counters"]["error"] = "failed to read NeuronCore counters"
+    reading = map_report(report)
+    assert core(reading, 7)["util_pct"] is None and core(reading, 7)["mem_used"] == 4157997056
+    assert reading["missing"]["devices.7.util_pct"] == \
+        "neuron-monitor could not read neuroncore_counters: failed to read NeuronCore counters"
+    assert all(core(reading, k)["util_pct"] > 70 for k in range(32) if k != 7)
+    assert [p["cores"] for p in reading["processes"]][7] == [7]  # its memory still says which core it holds
+
+
+def test_a_runtime_gone_blind_leaves_the_cores_nobody_claims_unknown():
+    report = line(TRN1_32, 4)
+    report["neuron_runtime_data"][9] = {"pid": 7010, "neuron_runtime_tag": "7010", "error": "runtime gone",
+                                        "report": {}}
+    reading = map_report(report)
+    assert core(reading, 9)["util_pct"] is None and "runtime gone" in reading["missing"]["devices.9.util_pct"]
+    assert core(reading, 8)["util_pct"] > 70 and core(reading, 10)["util_pct"] > 70

@@ -28,7 +28,7 @@ NEURON_DATA = ROOT / "tests" / "data" / "neuron"
 GIB = 1024 ** 3
 A10G_BYTES = 23028 * 1024 * 1024
 ENV_KEYS = {
-    "hostname", "os", "python", "torch", "torchvision", "timm", "torch_xla", "torch_neuronx",
+    "hostname", "os", "python", "torch", "torchvision", "timm", "transformers", "torch_xla", "torch_neuronx",
     "neuronx_cc", "cpu", "mem_bytes", "devices", "neuron_cores", "gpus", "instance_type", "region",
     "neuron_sdk", "neuron_venvs", "compile_cache", "warnings", "missing",
 }
@@ -129,6 +129,7 @@ def test_plain_machine_reports_what_is_missing_and_why():
     assert env["torch"].split("+")[0] == "2.9.0"
     assert env["torchvision"].split("+")[0] == "0.24.0"
     assert env["timm"] == "1.0.31"
+    assert env["transformers"] == "4.56.2"  # beside torch, torchvision and timm: hf: models need it
     assert env["torch_xla"] == "2.9.0"
     assert env["torch_neuronx"] is None and env["neuronx_cc"] is None
     assert env["missing"]["torch_neuronx"] == f"not installed for {sys.executable}"
@@ -587,8 +588,9 @@ def probe_in_subprocess(python: str, *flags: str, env: dict | None = None) -> di
 def test_stdlib_only_python_reports_torch_missing():
     # -S: no site-packages, so only the stdlib (and the repo, from the cwd) can be imported.
     env = probe_in_subprocess(sys.executable, "-S", env=dict(os.environ))
-    assert env["torch"] is None and env["timm"] is None
+    assert env["torch"] is None and env["timm"] is None and env["transformers"] is None
     assert env["missing"]["torch"] == f"not installed for {sys.executable}"
+    assert env["missing"]["transformers"] == f"not installed for {sys.executable}"
     assert env["python"]["executable"] == sys.executable
 
 

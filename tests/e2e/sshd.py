@@ -33,6 +33,19 @@ def sshd_unavailable() -> str | None:
     return None
 
 
+def tmpfs_unavailable() -> str | None:
+    """Why a server cannot have a tmpfs of its own here (SshServer.tmpfs), or None."""
+    if os.geteuid() != 0:
+        return "a private mount namespace with a tmpfs needs root"
+    if not shutil.which("unshare"):
+        return "unshare (util-linux) is not installed"
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                            "mount -t tmpfs -o size=64k neuronbench-probe /mnt"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"cannot mount a tmpfs in a private mount namespace here: {probe.stderr.strip()}"
+    return None
+
+
 def keygen(path: Path, passphrase: str = "") -> Path:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "neuronbench-test", "-f", str(path)],
                    check=True)
@@ -56,13 +69,27 @@ class SshServer:
     proc: subprocess.Popen | None = None
     address: str = "127.0.0.1"
     netns: str | None = None  # started inside this network namespace (tests/e2e/netns.py)
+    # (folder, mount options): a tmpfs on that folder, seen only by this server and its sessions (a private
+    # mount namespace, root only), e.g. a small disk for ~/.cache: see tmpfs_unavailable() and disk().
+    tmpfs: tuple[Path, str] | None = None
 
     @property
     def log(self) -> Path:
         return self.root / "sshd.log"
 
+    def disk(self) -> Path:
+        """The tmpfs folder as this test process reaches it: through the server's own view of the file system."""
+        assert self.tmpfs is not None and self.proc is not None
+        return Path(f"/proc/{self.proc.pid}/root") / self.tmpfs[0].relative_to("/")
+
     def start(self, timeout: float = 10.0) -> SshServer:
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
+        if self.tmpfs is not None:
+            folder, options = self.tmpfs
+            folder.mkdir(parents=True, exist_ok=True)
+            prefix += ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                       'mount -t tmpfs -o "$1" neuronbench-test "$2" && shift 2 && exec "$@"', "sh", options,
+                       str(folder)]
         self.proc = subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
                                      stdout=subprocess.DEVNULL, stderr=open(self.log, "ab"))
         deadline = time.monotonic() + timeout

@@ -138,3 +138,38 @@ def test_a_stored_run_keeps_the_file_it_ran(run_cli, tmp_path, app_paths):
         stored = store.load(result["run_id"])
     assert stored.spec["model_file"]["text"] == original
     assert json.loads(json.dumps(stored.spec))["model_file"]["sha256"] == result["model"]["sha256"]
+
+
+def test_text_models_are_priced_per_token_and_a_wrong_compile_is_marked_in_compare_and_reports(run_cli, tmp_path):
+    assert run_cli("hosts", "add", "here", "--local", "--instance-type", "inf2.xlarge", "--region",
+                   "us-east-1").code == 0
+    bert = _only(run_cli("run", "--host", "here", "--model", f"hf:{MODELS / 'tiny-bert'}", "--seq-lens", "16,32",
+                         "--backend", "cpu", "--batch-sizes", "2", *QUICK_INFER))
+    for row in bert["cost"]["usd_per_1m_inferences"]:
+        assert row["usd_per_1m_tokens"] == pytest.approx(row["usd_per_1m"] / row["seq_len"])
+    out = run_cli("run", "--host", "here", "--model", f"file:{MODELS / 'branchy.py'}", "--backend", "cpu",
+                  "--batch-sizes", "2", *QUICK_INFER)
+    branchy = out.json()[0]
+
+    doc = run_cli("compare", bert["run_id"], branchy["run_id"], "--json").json()
+    by_seq = {row["seq_len"]: row for row in doc["rows"] if row["run_id"] == bert["run_id"]}
+    assert set(by_seq) == {16, 32}
+    for seq, row in by_seq.items():
+        assert row["tokens_per_s"] == pytest.approx(row["throughput"] * seq)
+        assert row["usd_per_1m_tokens"] == pytest.approx(row["usd_per_1m"] / seq)
+        assert row["check_agrees"] is True
+    [wrong] = [row for row in doc["rows"] if row["run_id"] == branchy["run_id"]]
+    assert wrong["check_agrees"] is False and wrong["tokens_per_s"] is None
+    text = run_cli("compare", bert["run_id"], branchy["run_id"]).stdout
+    assert "TOKENS/s" in text and "WRONG" in text
+
+    html = tmp_path / "report.html"
+    assert run_cli("report", bert["run_id"], branchy["run_id"], "--format", "html", "--output", str(html)).code == 0
+    page = html.read_text()
+    assert "$ per 1M tokens" in page and "WRONG" in page and "the compiled model&#x27;s answers differ" in page
+    csv_path = tmp_path / "report.csv"
+    assert run_cli("report", bert["run_id"], branchy["run_id"], "--format", "csv", "--output", str(csv_path)).code == 0
+    import csv
+    lines = list(csv.DictReader(csv_path.open()))
+    assert {line["check_agrees"] for line in lines} == {"True", "False"}
+    assert {line["seq_len"] for line in lines} == {"16", "32", "N/A"}

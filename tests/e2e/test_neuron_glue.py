@@ -115,3 +115,25 @@ def test_more_training_processes_than_gpus_is_refused_in_one_sentence(run_cli, c
     assert result["error"]["message"].startswith("--nproc 2 but this host has 1 GPU: run with --nproc 1")
     assert "--nproc 2 but this host has 1 GPU" in out.stderr
     assert result["train"] is None
+
+
+def test_traced_inference_of_a_users_file_with_tuple_and_dict_inputs(run_cli, neuron_host):
+    """torch_neuronx.trace takes the inputs as a tuple in forward's order, DataParallel splits each of them;
+    a dict-input model goes through the wrapper that binds them by name.  Both are checked against eager."""
+    models = DATA / "models"
+    for model, inputs, args in ((f"file:{models / 'two_tower.py'}", 2, []),
+                                (f"file:{models / 'tagger.py'}:make_model", 2, ["--model-arg", "with_tags=false"])):
+        out = run_cli("run", "--host", "local", "--workload", "infer", "--backend", "neuron", "--model", model, *args,
+                      "--batch-sizes", "2", "--nproc", "2", "--warmup", "1", "--min-iters", "10",
+                      "--duration", "0.1", "--json", env=neuron_host)
+        assert out.code == 0, out.stderr
+        [result] = out.json()
+        [row] = result["infer"]
+        assert row["samples_per_request"] == 4 and row["check"]["agrees"] is True
+        # fp32 on Neuron: neuronx-cc casts matmuls to bf16 by default, so the check holds it to bf16's tolerance.
+        assert row["check"]["precision"] == "bf16"
+        calls = neuronx_calls(neuron_host)
+        assert [c["inputs"] for c in calls if c["call"] == "trace"][-1] == inputs
+        assert [c for c in calls if c["call"] == "DataParallel.forward"][-1]["inputs"] == inputs
+        names = [i["name"] for i in result["model"]["inputs"]]
+        assert names == (["input0", "input1"] if "two_tower" in model else ["tokens", "mask"])

@@ -84,7 +84,7 @@ def test_the_timm_wheel_goes_up_over_the_exec_channel_too(bare_sshd, data_dir):
     said: list[str] = []
     ssh = SshTransport(remote_profile(bare_sshd, python="/usr/bin/python3"), AppPaths.resolve(data_dir),
                        NoPrompts(True, timm=TIMM_FROM_WHEEL), on_progress=said.append)
-    setup = ssh.setup()
+    setup = ssh.setup(libraries=("timm",))
     ssh.close()
     assert setup.timm and (Path(setup.site_dir) / "timm" / "__init__.py").is_file()
     assert any(line.startswith("uploaded timm-") and line.endswith("over an SSH exec channel (the host has no SFTP "

@@ -40,8 +40,8 @@ from remote_agent.capacity import nproc_problem
 from remote_agent.protocol import ProtocolError, RunSpec, SeqTracker, decode
 from tests.conftest import DATA
 
-RUNS = ("train-cpu-tiny", "train-xla-tiny", "infer-cpu-tiny", "h100-train-nproc2-on-1-gpu-failed",
-        "train-cpu-2vcpu-telemetry")
+RUNS = ("train-cpu-tiny", "train-xla-tiny", "infer-cpu-tiny", "infer-hf-tiny-bert-sweep",
+        "h100-train-nproc2-on-1-gpu-failed", "train-cpu-2vcpu-telemetry")
 RECORDED = {name: [json.loads(line) for line in (DATA / "runs" / f"{name}.events.jsonl").read_text().splitlines()
                    if line.strip()] for name in RUNS}
 _ids = itertools.count(1)
@@ -218,7 +218,8 @@ def test_malformed_lines_are_refused_and_every_good_event_is_kept(store, case):
 
 
 EVERY_EVENT = [event for name in RUNS for event in RECORDED[name]] + \
-    [json.loads(line) for line in (DATA / "runs" / "samples-trn1-2xlarge.jsonl").read_text().splitlines()]
+    [json.loads(line) for name in ("samples-trn1-2xlarge", "samples-trn1-32xlarge")
+     for line in (DATA / "runs" / f"{name}.jsonl").read_text().splitlines() if line.strip()]
 TRAIN_SPEC = RunSpec(workload="train", steps=40, warmup=5, batch_sizes=(8,))
 INFER_SPEC = RunSpec(workload="infer", batch_sizes=(1, 4), duration=2.0)
 

@@ -16,6 +16,9 @@ def test_the_names_come_from_timm_in_a_subprocess_and_are_cached(tmp_path, monke
     catalog = load_model_catalog(sys.executable, tmp_path)
     assert "vit_tiny_patch16_224" in catalog.names and "resnet50" in catalog.names
     assert catalog.timm_version.startswith("1.") and catalog.python == sys.executable
+    # torchvision's classification models, for the picker's torchvision source (its detection models are not)
+    assert "resnet50" in catalog.torchvision_names and "fasterrcnn_resnet50_fpn" not in catalog.torchvision_names
+    assert catalog.torchvision_version and not catalog.torchvision_error
     assert (tmp_path / "timm-models.json").exists()
 
     def no_subprocess(*_args, **_kwargs):
@@ -36,6 +39,12 @@ def test_a_python_without_timm_gives_a_sentence(tmp_path):
                                  "ModuleNotFoundError: No module named 'timm'")
     assert "Traceback" in caught.value.detail
     assert not (tmp_path / "timm-models.json").exists()
+
+
+def test_a_cache_from_before_torchvision_names_is_not_used(tmp_path):
+    (tmp_path / "timm-models.json").write_text('{"python": "/nonexistent/python3", "timm": "1.0", "models": ["x"]}')
+    with pytest.raises(NeuronBenchError, match="could not list timm models with /nonexistent/python3"):
+        load_model_catalog("/nonexistent/python3", tmp_path)
 
 
 def test_a_cache_for_another_python_is_not_used(tmp_path):

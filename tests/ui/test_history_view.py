@@ -48,7 +48,7 @@ def test_every_stored_run_is_listed_newest_first_with_its_figures(history, store
     row = row_of(history, trn1["run_id"])
     assert (cell(history, row, "Host"), cell(history, row, "Instance type"), cell(history, row, "Workload"),
             cell(history, row, "Model"), cell(history, row, "Backend"), cell(history, row, "Status")) == \
-        ("trn1-box", "trn1.2xlarge", "training", "vit_tiny_patch16_224", "cpu", "ok")
+        ("trn1-box", "trn1.2xlarge", "training", "timm vit_tiny_patch16_224", "cpu", "ok")
     assert cell(history, row, "Result") == f"{figure(trn1['train']['throughput_samples_per_s'])} samples/s"
     assert cell(history, row, "$ per 1M") == usd(trn1["cost"]["usd_per_1m_samples"])
     # inference: the best batch size's throughput, and the cost per 1M at that batch size

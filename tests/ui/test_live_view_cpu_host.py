@@ -68,7 +68,7 @@ def test_the_throughput_chart_is_the_steady_windows_and_ends_on_its_figure(make_
     for step in (e for e in events if e["type"] == "step"):
         expected.append(window.throughput if window.add(step) else np.nan)
     assert throughput == pytest.approx(np.array(expected), nan_ok=True)
-    assert f"throughput <b>{throughput[-1]:,.1f} samples/s</b>" in view.figures.text()
+    assert f"throughput <b>{throughput[-1]:,.1f} samples/s</b>" in view.live_text()
 
 
 def test_a_steady_run_draws_a_flat_throughput(make_window, qtbot):

@@ -1,14 +1,16 @@
 """Live views fed through the real session layer (EventStream over a replayed agent), as a user sees them."""
 from __future__ import annotations
 
+import json
 import threading
 
 import numpy as np
 import pytest
 
 from app.core.hosts import HostProfile
+from app.core.numbers import usd
 from app.ui.widgets.runs_area import columns_for
-from tests.ui.conftest import recorded, replay_transport
+from tests.ui.conftest import RUNS, recorded, replay_transport
 
 SAMPLES = recorded("samples-trn1-2xlarge.jsonl")
 
@@ -71,14 +73,14 @@ def test_two_hosts_run_side_by_side_and_their_telemetry_is_drawn(make_window, qt
     assert "NeuronCore utilisation now" in trn1.util.bars_plot.titleLabel.text
     cpu = trn1.plot_data()["host_cpu"]
     assert len(cpu) == samples_seen and cpu[-1] == pytest.approx(last["host"]["cpu_pct"])
-    assert f"host CPU {last['host']['cpu_pct']:.0f}%" in trn1.figures.text()
+    assert f"host CPU {last['host']['cpu_pct']:.0f}%" in trn1.live_text()
     steps = trn1.plot_data()["step_time"]
     assert len(steps) == 6 * 30 and np.isnan(steps).sum() == 6 * 2  # compiled steps are markers, not line
 
     # the cpu host had no telemetry: it says so, and nothing is drawn as zero
     assert "no telemetry yet" in c7i.util.bars_plot.titleLabel.text
     assert "no telemetry yet" in c7i.host_plot.titleLabel.text
-    assert "host CPU N/A" in c7i.figures.text() and "memory N/A" in c7i.figures.text()
+    assert "host CPU N/A" in c7i.live_text() and "memory N/A" in c7i.live_text()
     assert len(c7i.plot_data()["host_cpu"]) == 0 and len(c7i.util.bars.bars.opts["height"]) == 0
     assert "throughput" in c7i.result_text.toPlainText()
 
@@ -97,7 +99,7 @@ def test_a_metric_the_host_could_not_read_is_shown_as_na_with_its_reason(make_wi
     assert view.util.bars_plot.titleLabel.text == "GPU utilisation now (%) · N/A: nvidia-smi: [Not Supported]"
     assert [label.toPlainText() for label in view.util.bars.labels] == ["N/A"]
     assert len(view.util.bars.bars.opts["height"]) == 0  # no bar at all, not a bar at zero
-    assert "memory N/A" in view.figures.text() and "host CPU 12%" in view.figures.text()
+    assert "memory N/A" in view.live_text() and "host CPU 12%" in view.live_text()
     memory = view.memory.plot.titleLabel  # too long for the chart: cut, and whole on its tooltip
     assert memory.text.startswith("Memory per GPU (GiB, of total) · N/A: nvidia-smi") and memory.text.endswith("…")
     assert memory.toolTip() == "Memory per GPU (GiB, of total) · N/A: nvidia-smi: [Not Supported]"
@@ -177,3 +179,105 @@ def test_the_phase_band_shows_each_phase_over_the_time_axis(make_window, qtbot):
     assert list(band.bars.opts["width"]) == pytest.approx([s.end - s.start for s in spans])
     assert "measure" in band.shown_labels()  # the long phase is named; short ones are colour only
     assert len(band.shown_labels()) < len(spans)
+
+
+def test_a_trn1_32xlarge_with_one_runtime_per_core_draws_every_core_busy(make_window, qtbot):
+    # The agent's own mapping of the recorded 32-runtime reports (each runtime lists all 32 cores, idle ones
+    # at 0), as the sampler sends them: every core is as busy as the worker that uses it.
+    from remote_agent.monitor.neuron import map_report
+    from remote_agent.monitor.sampler import merge
+
+    reports = (RUNS.parent / "neuron" / "neuron-monitor-trn1-32xlarge.jsonl").read_text().splitlines()[2:]
+    samples = [{"v": 1, "seq": 0, "t": 0.0, "type": "sample",
+                **merge([("neuron-monitor", map_report(json.loads(r)))], 1.0)} for r in reports]
+    provider = ReplayHosts(trn1n=replay_transport(recorded("train-xla-tiny.events.jsonl"), samples))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("trn1n", True)
+    (view,) = run_to_the_end(window, qtbot)
+    last = samples[(view.state.samples_seen - 1) % len(samples)]
+    heights = list(view.util.bars.bars.opts["height"])
+    assert len(heights) == 32 and min(heights) > 70, heights
+    assert heights == pytest.approx([d["util_pct"] for d in last["devices"]])
+    assert view.util.heat.image.shape[1] == 32 and float(np.nanmin(view.util.heat.image)) > 70
+    assert list(view.memory.used.bars.opts["height"]) == pytest.approx([4157997056 / 1024 ** 3] * 32)
+
+
+class PricedReplayHosts(ReplayHosts):
+    """Replayed hosts declared as a given instance type: their runs are priced from the price book."""
+
+    def __init__(self, instance_type: str, **transports) -> None:
+        super().__init__(**transports)
+        self.instance_type = instance_type
+
+    def hosts(self) -> list[HostProfile]:
+        return [HostProfile(name=name, hostname=f"{name}.example", instance_type=self.instance_type,
+                            region="us-east-1") for name in self.transports]
+
+
+def test_a_finished_training_shows_the_results_median_interval_throughput_and_cost(make_window, qtbot):
+    events = recorded("train-xla-tiny.events.jsonl")
+    provider = PricedReplayHosts("trn1.2xlarge", trn1=replay_transport(events))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("trn1", True)
+    (view,) = run_to_the_end(window, qtbot)
+    result = view.state.result
+    train, cost = result["train"], result["cost"]
+    median, (low, high) = train["step_time_s"]["median"], train["step_time_s"]["ci95"]
+    text = view.figures.text()
+    # The steady window of the Result (the CLI summary's numbers), not the last 20 steps' rolling figures.
+    assert f"step time median <b>{median:.4f} s</b> (95% CI {low:.4f}–{high:.4f})" in text
+    assert f"throughput <b>{train['throughput_samples_per_s']:.2f} samples/s</b>" in text
+    assert f"<b>{usd(cost['usd_per_1m_samples'])}</b> per 1M samples" in text and cost["usd_per_hour"] > 0
+    assert f"{train['steps_measured']} of {train['steps_total']} steps measured" in text
+    assert "last 20" not in text and "host CPU" not in text
+
+
+def test_a_finished_inference_sweep_shows_each_batch_sizes_figures(make_window, qtbot):
+    provider = PricedReplayHosts("inf2.xlarge", inf2=replay_transport(recorded("infer-cpu-tiny.events.jsonl")))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("inf2", True)
+    (view,) = run_to_the_end(window, qtbot)
+    result = view.state.result
+    per_1m = {c["batch_size"]: c["usd_per_1m"] for c in result["cost"]["usd_per_1m_inferences"]}
+    text = view.figures.text()
+    for row in result["infer"]:
+        assert (f"batch {row['batch_size']}: p50 <b>{row['latency_ms']['p50']:.2f} ms</b>, "
+                f"p99 <b>{row['latency_ms']['p99']:.2f} ms</b>, <b>{row['throughput_per_s']:.1f} samples/s</b>, "
+                f"<b>{usd(per_1m[row['batch_size']])}</b> per 1M inferences") in text
+
+
+def test_an_unpriced_finished_run_shows_no_cost_rather_than_a_zero(make_window, qtbot):
+    provider = ReplayHosts(box=replay_transport(recorded("train-cpu-tiny.events.jsonl")))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("box", True)
+    (view,) = run_to_the_end(window, qtbot)
+    text = view.figures.text()
+    assert "steps measured" in text and "step time median <b>" in text and "$" not in text
+
+
+def test_a_run_that_failed_before_measuring_says_so_on_its_status_line(make_window, qtbot):
+    provider = ReplayHosts(h100=replay_transport(recorded("h100-train-nproc2-on-1-gpu-failed.events.jsonl")))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("h100", True)
+    (view,) = run_to_the_end(window, qtbot)
+    text = view.figures.text()
+    assert text == "no figures: the run failed (setup failed: AcceleratorError: CUDA error: invalid device ordinal)"
+    assert "step time" not in text and "throughput" not in text
+
+
+def test_a_finished_text_model_sweep_keeps_tokens_per_s_the_length_and_the_check(make_window, qtbot):
+    provider = PricedReplayHosts("inf2.xlarge",
+                                 inf2=replay_transport(recorded("infer-hf-tiny-bert-sweep.events.jsonl")))
+    window = make_window(provider=provider)
+    window.sidebar.set_checked("inf2", True)
+    (view,) = run_to_the_end(window, qtbot)
+    text = view.figures.text()
+    result = view.state.result
+    cost = {(c["batch_size"], c["seq_len"]): c["usd_per_1m"] for c in result["cost"]["usd_per_1m_inferences"]}
+    for row in result["infer"]:
+        latency = row["latency_ms"]
+        rough = "" if row["p99_reliable"] else " (rough: under 100 requests)"
+        assert (f"batch {row['batch_size']} seq {row['seq_len']}: p50 <b>{latency['p50']:.2f} ms</b>, "
+                f"p99 <b>{latency['p99']:.2f} ms</b>{rough}, <b>{row['throughput_per_s']:.1f} samples/s</b> · "
+                f"<b>{row['tokens_per_s']:,.0f} tokens/s</b>, "
+                f"<b>{usd(cost[row['batch_size'], row['seq_len']])}</b> per 1M inferences, check <b>ok</b>") in text

@@ -5,7 +5,7 @@ import threading
 
 from PySide6.QtCore import Qt
 
-from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL
+from app.services.ssh_prompts import FROM_PYPI, FROM_WHEEL, InstallOffer
 
 
 def ask_on_a_thread(fn, *args) -> tuple[threading.Thread, list]:
@@ -17,17 +17,36 @@ def ask_on_a_thread(fn, *args) -> tuple[threading.Thread, list]:
 
 def test_the_timm_offer_lists_the_choices_and_returns_the_one_clicked(make_window, qtbot):
     window = make_window()
-    thread, answers = ask_on_a_thread(window.prompts.offer_timm_install, "trn1", "/opt/venv/bin/python3",
-                                      (TIMM_FROM_PYPI, TIMM_FROM_WHEEL))
+    offer = InstallOffer("trn1", "/opt/venv/bin/python3", "timm", (FROM_PYPI, FROM_WHEEL), "timm: models",
+                         "timm 1.0.31 goes into ~/.cache/neuronbench/site")
+    thread, answers = ask_on_a_thread(window.prompts.offer_install, offer)
     qtbot.waitUntil(lambda: window.prompts.dialog is not None and window.prompts.dialog.isVisible())
     box = window.prompts.dialog
     assert box.text().startswith("The Python NeuronBench uses on trn1 (/opt/venv/bin/python3) has no timm")
     assert [b.text() for b in box.buttons()] == ["Install from PyPI on the host",
                                                  "Upload the timm wheel NeuronBench carries", "Leave it"]
     assert box.defaultButton() is box.leave_button  # nothing is installed by pressing Enter
-    qtbot.mouseClick(box.choice_buttons[TIMM_FROM_WHEEL], Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(box.choice_buttons[FROM_WHEEL], Qt.MouseButton.LeftButton)
     thread.join(10)
-    assert answers == [TIMM_FROM_WHEEL]
+    assert answers == [FROM_WHEEL]
+
+
+def test_the_transformers_offer_names_it_and_what_needs_it_and_leaving_it_answers_none(make_window, qtbot):
+    window = make_window()
+    offer = InstallOffer("g5 <b>", "/usr/bin/python3", "transformers", (FROM_PYPI,), "hf: models",
+                         "transformers 4.56.2 and the packages it needs that the host lacks go into "
+                         "~/.cache/neuronbench/site, for the agent only, from PyPI; the host needs internet")
+    thread, answers = ask_on_a_thread(window.prompts.offer_install, offer)
+    qtbot.waitUntil(lambda: window.prompts.dialog is not None and window.prompts.dialog.isVisible())
+    box = window.prompts.dialog
+    assert box.windowTitle() == "transformers is missing on g5 <b>"
+    assert box.text() == ("The Python NeuronBench uses on g5 <b> (/usr/bin/python3) has no transformers, which "
+                          "hf: models need.")
+    assert "the host needs internet" in box.informativeText()
+    assert [b.text() for b in box.buttons()] == ["Install from PyPI on the host", "Leave it"]
+    qtbot.mouseClick(box.leave_button, Qt.MouseButton.LeftButton)
+    thread.join(10)
+    assert answers == [None]
 
 
 def test_closing_the_window_answers_a_waiting_question_with_no(make_window, qtbot):

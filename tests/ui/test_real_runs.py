@@ -57,10 +57,12 @@ def test_a_tiny_training_from_the_run_button_fills_the_charts_and_finishes(make_
     assert len(data["step_time"]) == 12 and (data["step_time"] > 0).all()
     assert len(data["throughput"]) == 12 and data["throughput"][-1] > 0
     assert view.progress.value() == 1000 and view.eta.text() == ""
-    assert "step 12/12" in view.figures.text()
+    assert "step 12/12" in view.live_text()
     result = view.state.result
     assert result["status"] == "ok" and result["host"] == "local"
     assert f"{result['train']['throughput_samples_per_s']:.2f} samples/s" in view.result_text.toPlainText()
+    # the status line quotes the Result now: its steady window's median, as the summary does
+    assert f"step time median <b>{result['train']['step_time_s']['median']:.4f} s</b>" in view.figures.text()
     assert "run ok" in view.log.text()
     assert window.errors.entries == []
     stored = window.store.get_run(view.job.run_id)  # recorded as it streamed, priced when it ended

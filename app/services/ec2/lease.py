@@ -123,6 +123,10 @@ class Ec2Transport(Transport):
         self._check_usable()
         return ssh.start(args, stdin)
 
+    @property
+    def ephemeral(self) -> bool:  # type: ignore[override]
+        return not self.options.keep
+
     def describe(self) -> str:
         if self.instance is None:
             return f"{self.launch.describe()} (not launched yet)"

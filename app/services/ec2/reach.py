@@ -24,7 +24,7 @@ from app.core.errors import CloudError, HostKeyError
 from app.core.hosts import SSH_PORT, HostProfile, parse_jump_list
 from app.services.ec2.instances import LaunchedInstance
 from app.services.ssh_connect import Endpoint
-from app.services.ssh_prompts import SshPrompts
+from app.services.ssh_prompts import InstallOffer, SshPrompts
 
 SSH_CONFIG = "~/.ssh/config"
 
@@ -75,7 +75,7 @@ class ConsoleCheckedPrompts:
     (it is not the instance's); while the console shows no fingerprints (cloud-init
     prints them a minute or two after boot), it is read again until ``wait_s``
     passes, and then the question goes to the person as for any new host.
-    Passphrase and timm questions always go to the person.
+    Passphrase and install questions always go to the person.
     """
 
     def __init__(self, inner: SshPrompts, instance_id: str, read_console: Callable[[], str],
@@ -111,5 +111,5 @@ class ConsoleCheckedPrompts:
     def ask_passphrase(self, key_path: str) -> str | None:
         return self.inner.ask_passphrase(key_path)
 
-    def offer_timm_install(self, host: str, python: str, choices: tuple[str, ...]) -> str | None:
-        return self.inner.offer_timm_install(host, python, choices)
+    def offer_install(self, offer: InstallOffer) -> str | None:
+        return self.inner.offer_install(offer)

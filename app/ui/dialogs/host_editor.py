@@ -37,6 +37,7 @@ from app.ui import theme
 from app.ui.dialogs.ec2_fields import Ec2Fields
 from app.ui.dialogs.slurm_fields import SlurmFields
 from app.ui.widgets.error_panel import describe_exception
+from app.ui.widgets.hosts_sidebar import libraries_line
 
 _HELP = {name: meta["help"] for name, meta in HostProfile.field_help().items()}
 _TEXT_FIELDS = ("name", "hostname", "user", "identity_file", "proxy_jump", "python")
@@ -252,6 +253,7 @@ class HostEditor(QDialog):
         what = env.get("instance_type") or (f"{env['neuron_cores']} NeuronCores" if env.get("neuron_cores") else
                                             f"{env.get('gpus') or 0} GPUs, {(env.get('cpu') or {}).get('count')} CPUs")
         self._log(f"OK: the agent answered ({what})")
+        self._log(libraries_line(env))
         self._end_test()
 
     @Slot(object)

@@ -28,10 +28,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.services.ssh_prompts import TIMM_FROM_PYPI, TIMM_FROM_WHEEL
+from app.services.ssh_prompts import FROM_PYPI, FROM_WHEEL, InstallOffer
 
-_TIMM_CHOICES = {TIMM_FROM_PYPI: "Install from PyPI on the host",
-                 TIMM_FROM_WHEEL: "Upload the timm wheel NeuronBench carries"}
+_INSTALL_CHOICES = {FROM_PYPI: "Install from PyPI on the host",
+                    FROM_WHEEL: "Upload the {library} wheel NeuronBench carries"}
 
 
 def _mono(text: str) -> QLabel:
@@ -100,18 +100,20 @@ class PassphraseDialog(QDialog):
         layout.addWidget(buttons)
 
 
-class TimmDialog(QMessageBox):
-    """timm is missing on a host: install it for the agent, or leave it."""
+class InstallLibraryDialog(QMessageBox):
+    """A model library (timm, torchvision, transformers) is missing on a host: install it for the agent, or leave it."""
 
-    def __init__(self, host: str, python: str, choices: tuple[str, ...], parent: QWidget | None = None) -> None:
-        super().__init__(QMessageBox.Icon.Question, f"timm is missing on {host}",
-                         f"The Python NeuronBench uses on {host} ({python}) has no timm, which every workload "
-                         "needs.", parent=parent)
-        self.setObjectName("timm-dialog")
-        self.setInformativeText("It is installed into ~/.cache/neuronbench/site on the host; nothing else changes.")
+    def __init__(self, offer: InstallOffer, parent: QWidget | None = None) -> None:
+        super().__init__(QMessageBox.Icon.Question, f"{offer.library} is missing on {offer.host}",
+                         f"The Python NeuronBench uses on {offer.host} ({offer.python}) has no {offer.library}, "
+                         f"which {offer.needed_by} need.", parent=parent)
+        self.setObjectName("install-library-dialog")
+        self.setTextFormat(Qt.TextFormat.PlainText)  # host names and paths are shown as they are
+        self.setInformativeText(f"If you install it: {offer.what}. Nothing else on the host changes.")
         self.choice_buttons: dict[str, QPushButton] = {}
-        for choice in choices:
-            self.choice_buttons[choice] = self.addButton(_TIMM_CHOICES[choice], QMessageBox.ButtonRole.AcceptRole)
+        for choice in offer.choices:
+            self.choice_buttons[choice] = self.addButton(_INSTALL_CHOICES[choice].format(library=offer.library),
+                                                         QMessageBox.ButtonRole.AcceptRole)
         self.leave_button = self.addButton("Leave it", QMessageBox.ButtonRole.RejectRole)
         self.setDefaultButton(self.leave_button)
 
@@ -163,8 +165,8 @@ class DialogPrompts(QObject):
     def ask_passphrase(self, key_path: str) -> str | None:
         return self._ask("passphrase", key_path) or None
 
-    def offer_timm_install(self, host: str, python: str, choices: tuple[str, ...]) -> str | None:
-        return self._ask("timm", host, python, choices)
+    def offer_install(self, offer: InstallOffer) -> str | None:
+        return self._ask("install", offer)
 
     def close(self) -> None:
         """The window is going: answer what is pending with no, and every later question too."""
@@ -215,5 +217,5 @@ class DialogPrompts(QObject):
         if question.kind == "passphrase":
             dialog = PassphraseDialog(*question.args, parent=self._window)
             return dialog, lambda code: dialog.field.text() if code == QDialog.DialogCode.Accepted else None
-        box = TimmDialog(*question.args, parent=self._window)
+        box = InstallLibraryDialog(*question.args, parent=self._window)
         return box, lambda _code: box.choice()

@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from app.core.model_text import where_text
 from app.core.progress import ProgressTracker
 from app.core.quoting import clean
 from app.ui.models.ring import Ring
+from app.ui.models.sweep import Sweep
 
 STEP_CAPACITY = 20_000      # a 20k-step run is drawn whole; longer ones keep their latest steps
 SERIES_CAPACITY = 7_200     # 2 h of 1 Hz telemetry or latency windows
@@ -44,6 +46,7 @@ class PhaseSpan:
     start: float
     end: float | None = None
     batch_size: int | None = None
+    seq_len: int | None = None  # a text model's sweep: one artefact per batch size and length
 
 
 @dataclass
@@ -103,7 +106,10 @@ class LiveRunState:
         # steps: t, dt_s, rolling median dt and throughput (NaN outside the steady window), compiled 0/1
         self.steps = Ring(STEP_CAPACITY, 5)
         self.compiled_steps = Ring(1_000, 2)          # t, dt_s of steps that compiled a graph
-        self.latency = Ring(SERIES_CAPACITY, 5)       # t, batch size, p50, p90, p99 (ms)
+        # t, batch size, p50, p90, p99 (ms), sequence length (0: none): one series per (batch, length)
+        self.latency = Ring(SERIES_CAPACITY, 6)
+        self.sweep = Sweep(spec)                      # its rows: figures and the numerical check per artefact
+        self.tokens_per_sample: float | None = None   # a text model's training steps say (``tokens``)
         self.infer_throughput = Ring(SERIES_CAPACITY, 2)   # t, samples/s over the latency window
         self.host_series = Ring(SERIES_CAPACITY, 4)   # t, cpu %, memory used %, memory used GiB
         self.heat: Ring | None = None                 # t, then one util % column per core (``cores``)
@@ -158,6 +164,11 @@ class LiveRunState:
         self._log(self.last_t, level, message)
         self.version += 1
 
+    def take_result(self, result: dict[str, Any]) -> None:
+        """The Result as the app recorded it (priced), which replaces the one the stream carried."""
+        self.result = result
+        self.version += 1
+
     def take_new_logs(self) -> list[tuple[float, str, str]]:
         new, self._new_logs = self._new_logs, []
         return new
@@ -184,21 +195,24 @@ class LiveRunState:
             self._log(self._rel(event["t"]), "warning", warning)
 
     def _on_phase(self, event: Event) -> None:
+        self.sweep.on_phase(event)
         name, t, size = event["name"], self._rel(event["t"]), event.get("batch_size")
         if event["state"] == "start":
             if name in BAND_PHASES:
-                self.phases.append(PhaseSpan(name, t, None, size))
+                self.phases.append(PhaseSpan(name, t, None, size, event.get("seq_len")))
             if name == "measure":
                 self._last_latency_t = None  # a new batch size: its first window starts here
                 if len(self.latency):  # and its curves start afresh: a gap, not a line from the last size
-                    self.latency.append(t, size, None, None, None)
+                    self.latency.append(t, size, None, None, None, event.get("seq_len") or 0)
                     self.infer_throughput.append(t, None)
             label = {"warmup": "warming up", "measure": "measuring", "compile": "compiling",
                      "setup": "setting up", "teardown": "finishing"}.get(name, clean(name, 40))
-            self.activity = label + (f" (batch {size})" if size is not None else "")
+            self.activity = label + (f" ({where_text(size, event.get('seq_len'))})" if size is not None else "")
             return
         for span in reversed(self.phases):
-            if span.name == name and span.end is None and span.batch_size == size:
+            # A length left to the model's default is named from setup's end on: a span without one matches.
+            if span.name == name and span.end is None and span.batch_size == size and \
+                    span.seq_len in (None, event.get("seq_len")):
                 span.end = t
                 break
         if name == "compile" and "seconds" in event:
@@ -215,16 +229,21 @@ class LiveRunState:
         window = self.progress.steady
         median, throughput = (window.median_step_s, window.throughput) if self.progress.step_steady else (None, None)
         self.steps.append(t, dt, median, throughput, 1.0 if event.get("compiled") else 0.0)
+        if event.get("tokens") and event.get("samples"):
+            self.tokens_per_sample = float(event["tokens"]) / float(event["samples"])
 
     def _on_latency(self, event: Event) -> None:
         t = self._rel(event["t"])
-        self.latency.append(t, event["batch_size"], event["p50_ms"], event["p90_ms"], event["p99_ms"])
+        self.latency.append(t, event["batch_size"], event["p50_ms"], event["p90_ms"], event["p99_ms"],
+                            event.get("seq_len") or 0)
         start = self._last_latency_t
         if start is None:
             measure = next((s for s in reversed(self.phases) if s.name == "measure"), None)
             start = measure.start if measure is not None else None
-        if start is not None and t > start:
-            self.infer_throughput.append(t, event["count"] * event["batch_size"] / (t - start))
+        rate = event["count"] * event["batch_size"] / (t - start) if start is not None and t > start else None
+        if rate is not None:
+            self.infer_throughput.append(t, rate)
+        self.sweep.on_latency(event, rate)
         self._last_latency_t = t
 
     def _on_sample(self, event: Event) -> None:
@@ -250,6 +269,7 @@ class LiveRunState:
             self.heat.append(t, *[c.util_pct for c in self.cores])
 
     def _on_log(self, event: Event) -> None:
+        self.sweep.on_log(event)
         self._log(self._rel(event["t"]), str(event.get("level", "info")), str(event.get("message", "")))
         if event.get("slurm_state") and not self.phases:
             self.activity = f"Slurm: {event['slurm_state']}"  # e.g. "Slurm: queued (Resources)" until it starts
@@ -260,6 +280,7 @@ class LiveRunState:
 
     def _on_result(self, event: Event) -> None:
         self.result = event.get("result")
+        self.sweep.on_result(self.result or {})
 
     def _on_end(self, event: Event) -> None:
         self.status = str(event.get("status"))
@@ -292,6 +313,16 @@ class LiveRunState:
             return None
         value = last[3] if self.spec.workload == "train" else last[1]
         return None if np.isnan(value) else float(value)
+
+    def latest_tokens_per_s(self) -> float | None:
+        """Tokens/s beside the latest samples/s, for a text model (None for images)."""
+        throughput = self.latest_throughput()
+        if throughput is None:
+            return None
+        if self.spec.workload == "train":
+            return throughput * self.tokens_per_sample if self.tokens_per_sample else None
+        last = self.latency.last()
+        return throughput * float(last[5]) if last is not None and last[5] > 0 else None
 
     def latest_latency(self) -> tuple[float, float, float] | None:
         last = self.latency.last()

@@ -8,6 +8,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QPixmap
 
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_FROM_PROFILE, type_from_label
+from app.core.model_text import model_label, model_tooltip
 from app.core.numbers import figure
 from app.core.numbers import usd as usd_text
 from app.core.runrecord import StoredRun
@@ -23,7 +24,7 @@ COLUMN_TIPS = {
     "Host": "the host it ran on",
     "Instance type": "the host's instance type: from its probe, its profile, or declared after the run",
     "Workload": "training or inference",
-    "Model": "the timm model benchmarked",
+    "Model": "the model benchmarked: its source (timm, torchvision, hf, file) and name, the hf task",
     "Backend": "the backend the agent used (neuron, xla, cuda, cpu)",
     "Status": "ok, failed, cancelled; running while recorded; unfinished when the app stopped following it",
     "Result": "training: samples per second; inference: the best inferences per second over the batch sizes",
@@ -81,6 +82,12 @@ def started_text(seconds: float | None) -> str:
     return _dt.datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def model_text(run: StoredRun) -> str:
+    """``hf bert-large-uncased (classification)``, ``file two_tower.py``, ``timm vit_tiny_patch16_224``."""
+    spec = run.spec or {}
+    return model_label(run.model or spec.get("model") or "", spec.get("task") or "", spec.get("model_file"))
+
+
 def _cells(run: StoredRun) -> list[tuple[str, Any]]:
     """(text, sort value) per column."""
     result = run.result or {}
@@ -93,7 +100,7 @@ def _cells(run: StoredRun) -> list[tuple[str, Any]]:
         (run.host, run.host.lower()),
         (run.instance_type or "unknown", run.instance_type or ""),
         (_WORKLOAD.get(run.workload or "", run.workload or ""), run.workload or ""),
-        (run.model or "", (run.model or "").lower()),
+        (model_text(run), model_text(run).lower()),
         (result.get("backend") or (run.spec or {}).get("backend") or "", result.get("backend") or ""),
         (run.status, run.status),
         (text, -1.0 if value is None else value),  # N/A sorts below every measured number
@@ -164,6 +171,9 @@ class RunsTableModel(QAbstractTableModel):
             return error or run.status
         if column == "Instance type":
             return instance_tooltip(run)
+        if column == "Model":
+            spec = run.spec or {}
+            return model_tooltip(run.model or spec.get("model") or "", spec.get("model_file"))
         if column == "$ per 1M":
             cost = result.get("cost") or {}
             if cost.get("usd_per_hour") is not None:

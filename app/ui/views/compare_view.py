@@ -39,11 +39,12 @@ from app.ui import theme
 from app.ui.bridge import Bridge
 from app.ui.views.compare_charts import draw_latency, draw_scaling
 from app.ui.views.export import ExportButtons, ReportExporter
+from app.ui.views.job_box import JobBox
 from app.ui.widgets.charts import new_plot, nice_ceiling, restyle, style_layout
 from app.ui.widgets.status_line import StatusLine
 
 COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "p50 ms", "p99 ms", "$/h", "Price source",
-           "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference")
+           "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference", "Benchmark $")
 COLUMN_TIPS = {
     "Run": "the stored run", "Host": "instance type (host name where two hosts share one)",
     "Workload": "training or inference", "Batch": "batch size (per process for training)",
@@ -57,6 +58,8 @@ COLUMN_TIPS = {
     "Work per $ vs baseline": "samples (or inferences) per dollar relative to the baseline run: >1 is cheaper work",
     "Speed vs baseline": "throughput relative to the baseline run",
     "Difference": "whether the difference from the baseline is significant (95% intervals of repeats)",
+    "Benchmark $": "what the benchmark itself cost: launch to terminate on an instance NeuronBench launched, "
+                   "else the run's start to end (setup and compile included), at the price",
 }
 MARKETS = (("on_demand", "On-demand prices"), ("spot", "Spot prices"))
 BAR_GROUP_WIDTH = 0.8
@@ -143,6 +146,7 @@ class CompareView(QWidget):
         self.market.setToolTip("price every run with on-demand or with spot prices (spot prices change often "
                                "and differ by zone: `neuronbench prices refresh` fetches current ones)")
         self.export = ExportButtons("this comparison")
+        self.job_box = JobBox()
         self.status = StatusLine()
 
         self.table = QTableWidget(0, len(COLUMNS))
@@ -201,6 +205,7 @@ class CompareView(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addLayout(controls)
+        layout.addWidget(self.job_box)
         layout.addWidget(splitter, 1)
         layout.addWidget(self.status)
 
@@ -210,6 +215,7 @@ class CompareView(QWidget):
         self.exporter.failed.connect(lambda exc: self._show_error("Export failed", exc))
         self.baseline.activated.connect(lambda _: self.recompute())
         self.market.activated.connect(lambda _: self.recompute())
+        self.job_box.changed.connect(self.recompute)
         self.export.requested.connect(self.ask_export)
         self._update_controls()
 
@@ -221,7 +227,8 @@ class CompareView(QWidget):
         self.recompute()
 
     def options(self) -> CompareOptions:
-        return CompareOptions(baseline=self.baseline.currentData() or None, market=self.market.currentData())
+        return CompareOptions(baseline=self.baseline.currentData() or None, market=self.market.currentData(),
+                              job=self.job_box.job())
 
     def recompute(self) -> None:
         if not self.run_ids:
@@ -245,6 +252,7 @@ class CompareView(QWidget):
         self._show_summary(comparison.doc)
         self._fill_table(comparison.doc)
         self._draw(comparison.doc)
+        self.job_box.show_doc(comparison.doc)
         market = dict(MARKETS)[comparison.doc["market"]].lower()
         self.status.show_message(f"{len(comparison.runs)} run(s) compared with {market}.")
         self._update_controls()
@@ -267,6 +275,7 @@ class CompareView(QWidget):
         self.cost_bars.clear()
         self.latency_curves.clear()
         self.legend.clear()
+        self.job_box.show_doc(None)
         self._update_controls()
 
     def _update_controls(self, *_: Any) -> None:
@@ -308,6 +317,7 @@ class CompareView(QWidget):
         order = self.run_order(doc)
         rows = sorted(doc["rows"], key=lambda r: (category(r), order.index(r["run_id"])))
         self.table.setRowCount(len(rows))
+        billed: set[str] = set()  # a run's benchmark cost once, on its first row (not once per batch size)
         for index, row in enumerate(rows):
             group = self.group_of(doc, row)
             ci = group["ci95"] if group and group["n"] >= 2 else None
@@ -322,12 +332,14 @@ class CompareView(QWidget):
                 f"{row['price_source']} ({row['price_date']})" if row["price_source"] else (row["price_note"] or "N/A"),
                 usd(row["usd_per_1m"]), _ratio(row["price_performance_vs_baseline"]),
                 _ratio(row["speedup_vs_baseline"]), difference(group),
+                "" if row["run_id"] in billed else usd(row.get("benchmark_usd")),
             ]
+            billed.add(row["run_id"])
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)
                 if COLUMNS[col] in ("Throughput", "p50 ms", "p99 ms", "$/h", "$ per 1M", "Work per $ vs baseline",
-                                    "Speed vs baseline"):
+                                    "Speed vs baseline", "Benchmark $"):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if COLUMNS[col] == "Host" and row["instance_type"]:
                     item.setToolTip(f"{row['instance_type']}: {type_from_label(row.get('instance_type_from'))}")

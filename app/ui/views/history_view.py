@@ -3,6 +3,9 @@
 The store is read on a worker thread (through the bridge) with its own
 connection, opened and closed by each call: a busy database (another process
 writing) never holds up the UI thread, and no connection outlives its thread.
+It is read when the view is made (the app starts) and whenever it is shown; while
+it is shown, a ``StoreWatch`` looks every 2 s, also on a worker thread, whether the
+runs listed changed (a run the CLI records meanwhile) and reads them again if so.
 The signals ask the main window to act (start a run, re-attach, open the
 comparison); this view does not run anything itself.
 """
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QPoint, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QPoint, QSortFilterProxyModel, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -33,6 +36,7 @@ from app.paths import AppPaths
 from app.services.pricing import load_pricebook
 from app.services.run_pricing import declare_in_store, probed_type
 from app.services.store import RunStore
+from app.services.store_watch import Signature, StoreWatch, read_signature
 from app.ui.bridge import Bridge
 from app.ui.dialogs.instance_type_dialog import InstanceTypeDialog
 from app.ui.models.runs_table import COLUMNS, RUN_ROLE, SORT_ROLE, RunsTableModel
@@ -43,6 +47,7 @@ DECLARE_TIP = ("name the instance type the selected runs ran on, when their host
                "priced from the price book (as `neuronbench runs set RUN --instance-type T`)")
 HISTORY_LIMIT = 2000  # newest first; older runs stay in the store (and in `neuronbench runs list`)
 REATTACHABLE = ("running", "unfinished")
+WATCH_PERIOD_MS = 2_000  # how often a shown history looks for runs recorded elsewhere (a cheap look, see StoreWatch)
 
 
 def undeclarable(runs: list[StoredRun]) -> str | None:
@@ -55,10 +60,11 @@ def undeclarable(runs: list[StoredRun]) -> str | None:
     return None
 
 
-def read_runs(db_path, limit: int) -> list[StoredRun]:
-    """Worker thread: the newest runs."""
-    with RunStore(db_path) as store:
-        return store.list_runs(limit=limit)
+def read_history(db_path, limit: int) -> tuple[Signature | None, list[StoredRun]]:
+    """Worker thread: the store's signature, then the newest runs (a change in between is seen at the next look)."""
+    with RunStore(db_path) as store:  # made and migrated first, so that the signature has a table to read
+        signature = read_signature(db_path)
+        return signature, store.list_runs(limit=limit)
 
 
 def delete_runs(db_path, run_ids: list[str]) -> int:
@@ -84,6 +90,11 @@ class HistoryView(QWidget):
         self.delete_question: QMessageBox | None = None
         self.declare_dialog: InstanceTypeDialog | None = None
         self._generation = 0
+        self.watch = StoreWatch(paths.runs_db)
+        self.watch_timer = QTimer(self)
+        self.watch_timer.setInterval(WATCH_PERIOD_MS)
+        self.watch_timer.timeout.connect(self._look)
+        self._looking = False  # a look at the store is on a worker thread
 
         self.model = RunsTableModel(self)
         self.proxy = QSortFilterProxyModel(self)
@@ -100,7 +111,8 @@ class HistoryView(QWidget):
         self.count.setToolTip(f"runs shown by the filter, of the store's newest {limit}")
         self.refresh_button = self._button("Refresh", "read the run store again (F5)")
         self.compare_button = self._button("Compare", "compare the selected runs: speed, cost, price-performance")
-        self.rerun_button = self._button("Re-run", "run the selected run's spec again on its host")
+        self.rerun_button = self._button("Re-run", "run the selected run's spec again on its host (a model file: "
+                                                   "the copy stored with the run, whatever the file on disk holds now)")
         self.reattach_button = self._button("Re-attach", "follow an unfinished run again from the last event "
                                                          "stored (only for runs that did not end)")
         self.declare_button = self._button("Declare instance type…", DECLARE_TIP)
@@ -164,6 +176,7 @@ class HistoryView(QWidget):
         self.table.addAction(delete)
         self._update_buttons()
         self._update_count()
+        self.refresh()  # the runs stored before the app started (or by the CLI), before anyone asks
 
     def _action_buttons(self) -> tuple[QPushButton, ...]:
         return (self.compare_button, self.rerun_button, self.reattach_button, self.declare_button,
@@ -181,13 +194,14 @@ class HistoryView(QWidget):
         self._generation += 1
         generation = self._generation
         self.loading = True
-        self.bridge.call("history-read", read_runs, self.paths.runs_db, self.limit,
-                         on_done=lambda runs: self._loaded(generation, runs),
+        self.bridge.call("history-read", read_history, self.paths.runs_db, self.limit,
+                         on_done=lambda read: self._loaded(generation, *read),
                          on_failed=lambda exc: self._read_failed(generation, exc))
 
-    def _loaded(self, generation: int, runs: list[StoredRun]) -> None:
+    def _loaded(self, generation: int, signature: Signature | None, runs: list[StoredRun]) -> None:
         if generation != self._generation:
             return  # a newer read is on its way
+        self.watch.baseline = signature
         selected = self.selected_ids()
         self.model.set_runs(runs)
         self.loading = False
@@ -200,6 +214,36 @@ class HistoryView(QWidget):
         if generation == self._generation:
             self.loading = False
             self._show_error("The run history cannot be read", exc)
+
+    # -- following the store while shown ----------------------------------------------------------
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self.loading:
+            self.refresh()  # what was recorded while the tab was hidden
+        self.watch_timer.start()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self.watch_timer.stop()
+        if not self._looking:
+            self.watch.close()  # else closed when that look returns
+
+    def _look(self) -> None:
+        """Ask a worker thread whether the runs listed changed (one look at a time, none during a read)."""
+        if self._looking or self.loading:
+            return
+        self._looking = True
+        self.bridge.call("history-watch", self.watch.changed, on_done=self._looked, on_failed=self._look_failed)
+
+    def _looked(self, changed: bool) -> None:
+        self._looking = False
+        if not self.watch_timer.isActive():
+            self.watch.close()  # hidden meanwhile
+        elif changed and not self.loading:
+            self.refresh()
+
+    def _look_failed(self, _exc: BaseException) -> None:
+        self._looking = False  # StoreWatch turns store errors into "no change"; a Refresh still says what is wrong
 
     # -- selection --------------------------------------------------------------------------------
     def selected_runs(self) -> list[StoredRun]:
@@ -238,7 +282,8 @@ class HistoryView(QWidget):
 
     def _update_count(self) -> None:
         shown, total = self.proxy.rowCount(), self.model.rowCount()
-        self.count.setText(f"{shown} of {total} runs" if shown != total else f"{total} runs")
+        noun = "run" if total == 1 else "runs"
+        self.count.setText(f"{shown} of {total} {noun}" if shown != total else f"{total} {noun}")
 
     def _context_menu(self, point: QPoint) -> None:
         menu = QMenu(self)

@@ -21,6 +21,11 @@ from app.ui.widgets.error_panel import plain_tooltip
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
+def libraries_line(env: dict[str, Any]) -> str:
+    """torch, torchvision, timm and transformers as a probe reported them, e.g. ``torch 2.9.0 · timm N/A · ...``."""
+    return " · ".join(f"{key} {env.get(key) or 'N/A'}" for key in ("torch", "torchvision", "timm", "transformers"))
+
+
 @dataclass
 class HostRow:
     """What the sidebar knows of a host: its profile, and what its last probe said."""
@@ -60,6 +65,10 @@ class HostRow:
         usd = self.price.usd_per_hour if self.price is not None else None
         price = "N/A" if usd is None else f"${usd:.3f}"
         return f"{kind} · {self.accelerators()} · {price}/h"
+
+    def libraries(self) -> str:
+        """The model stack the last probe found, N/A for what is missing (the row's tooltip says it)."""
+        return libraries_line(self.env or {})
 
     def price_note(self) -> str:
         """Where the price comes from (or why there is none): the row's tooltip says it."""
@@ -135,8 +144,9 @@ class HostsSidebar(QListWidget):
         item.setText(clean_block(f"{row.title}\n{row.detail()}"))  # the probe's instance type is the host's text
         item.setIcon(QIcon(theme.status_dot(row.status, self.palette())))
         tip = row.profile.name if row.profile.local else row.profile.address
-        lines = [tip, row.price_note()] + ([row.problem] if row.problem else [])
-        item.setToolTip(plain_tooltip("\n".join(lines)))  # a probe's failure quotes the host
+        lines = [tip, row.price_note()] + ([row.libraries()] if row.env else [])
+        lines += [row.problem] if row.problem else []
+        item.setToolTip(plain_tooltip("\n".join(lines)))  # a probe's libraries and failure quote the host
 
     def _on_item_changed(self, _item: QListWidgetItem) -> None:
         self.checked_changed.emit()

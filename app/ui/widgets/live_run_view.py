@@ -36,6 +36,7 @@ from app.core.step_window import ROLLING_STEPS
 from app.services.ec2.lease import STAGES as LAUNCH_STAGES
 from app.ui import theme
 from app.ui.bridge import QUEUED, RunJob
+from app.ui.models.result_line import result_line
 from app.ui.models.run_state import LiveRunState, missing_reason
 from app.ui.widgets.charts import (
     live_curve,
@@ -50,14 +51,16 @@ from app.ui.widgets.charts import (
 from app.ui.widgets.device_charts import MemoryBars, UtilisationCharts
 from app.ui.widgets.error_panel import describe_exception
 from app.ui.widgets.host_memory_chart import HostMemoryChart
+from app.ui.widgets.latency_chart import LatencyChart
 from app.ui.widgets.log_pane import LogPane
 from app.ui.widgets.phase_band import PhaseBand
+from app.ui.widgets.sweep_view import CheckBanner, SweepTable
 
 MIN_X_SPAN_S = 5.0
 STEP_TITLE = "Step time (s), rolling median"
 THROUGHPUT_TITLE = f"Throughput (samples/s), last {ROLLING_STEPS} steady steps"
 # Titles name their curves in the curves' colours (a legend would sit on the data): {0} is series 0...
-LATENCY_TITLE = "Latency (ms): {0}p50{end} · {1}p90{end} · {2}p99{end}"
+LATENCY_TITLE = "Latency (ms)"
 HOST_TITLE = "Host {0}CPU{end} and {1}memory{end} (%)"
 
 
@@ -133,6 +136,7 @@ class LiveRunView(QFrame):
         self.figures = QLabel()
         self.figures.setTextFormat(Qt.TextFormat.RichText)
         self.figures.setWordWrap(True)
+        self.check_banner = CheckBanner()  # a compiled model that gives wrong answers, said over the charts
 
         head = QHBoxLayout()
         head.addWidget(self.dot)
@@ -160,8 +164,7 @@ class LiveRunView(QFrame):
             self.compiled_curve = live_curve(self.main, theme.series_colour(5, pal), symbol="t1", symbol_size=8)
         else:
             self.main = new_plot(LATENCY_TITLE, "ms", pal)
-            self.latency_curves = [live_curve(self.main, theme.series_colour(i, pal), name=name)
-                                   for i, name in enumerate(("p50", "p90", "p99"))]
+            self.latency_chart = LatencyChart(self.main, pal)  # a series per batch size and sequence length
         self.throughput = new_plot(THROUGHPUT_TITLE if train else "Throughput (samples/s)", "samples/s", pal)
         self.throughput_curve = live_curve(self.throughput, theme.series_colour(2, pal))
         util_bars = new_plot("Core utilisation now (%)", "%", pal)
@@ -181,8 +184,6 @@ class LiveRunView(QFrame):
         self.host_plot.getAxis("bottom").setLabel("seconds since the run started")
         self.plots = [self.main, self.throughput, util_bars, heat, self.memory.plot, self.host_memory.plot,
                       self.host_plot]
-        if not train:
-            set_title(self.main, keyed(LATENCY_TITLE, pal), pal)
         self.chart_columns = 0
         self.memory_plot = self.memory.plot  # the one in the grid: device memory, or a CPU host's memory
         self.set_chart_columns(2)
@@ -196,6 +197,10 @@ class LiveRunView(QFrame):
         self.tabs = QTabWidget()
         self.tabs.addTab(self.log, "Log")
         self.tabs.addTab(self.result_text, "Result")
+        self.sweep_table: SweepTable | None = None
+        if not train:  # a row per compiled artefact: latency, samples/s, tokens/s, the check
+            self.sweep_table = SweepTable(job.spec.check)
+            self.tabs.addTab(self.sweep_table, "Sweep")
         self.tabs.setDocumentMode(True)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.charts)
@@ -211,6 +216,7 @@ class LiveRunView(QFrame):
         outer.addLayout(head)
         outer.addLayout(bar)
         outer.addWidget(self.figures)
+        outer.addWidget(self.check_banner)
         outer.addWidget(split, 1)
 
         self.cancel_button.clicked.connect(self.cancel)
@@ -260,7 +266,8 @@ class LiveRunView(QFrame):
 
     @Slot(object)
     def on_done(self, result: dict[str, Any]) -> None:
-        self.state.result = result
+        self.state.take_result(result)  # the priced Result: the status line shows its figures
+        self.state.sweep.on_result(result)  # the Result's figures and checks for every row
         if self.state.status not in ("ok", "failed", "cancelled"):
             self.state.mark(str(result.get("status")), str(result.get("status")))
         self.result_text.setPlainText(format_result(result))
@@ -302,6 +309,11 @@ class LiveRunView(QFrame):
         if self.state.events_seen == 0 and stage in LAUNCH_STAGES:
             self.state.mark(self.state.status, f"EC2: {stage}")
         self.state.note("warning" if stage in ("gone", "terminate failed") else "info", sentence)
+
+    def note_stored_copy(self, heading: str, sentence: str) -> None:
+        """This run sends a stored run's copy of its model file (Run again): said in the heading and the log."""
+        self.heading.setText(self.heading.text() + f" · <i>{heading}</i>")
+        self.state.note("info", sentence)
 
     def cancel(self) -> None:
         if not self.done:
@@ -352,13 +364,13 @@ class LiveRunView(QFrame):
             set_curve(self.throughput_curve, steps[:, 0], steps[:, 3])
             set_range(self.throughput, "y", nice_ceiling(float(np.nanmax(steps[:, 3], initial=0.0)) * 1.1))
         else:
-            latency = state.latency.array()
-            for i, curve in enumerate(self.latency_curves):
-                set_curve(curve, latency[:, 0], latency[:, 2 + i])
+            self.latency_chart.update(state.latency.array(), state.sweep)
             rate = state.infer_throughput.array()
             set_curve(self.throughput_curve, rate[:, 0], rate[:, 1])
             set_range(self.throughput, "y", nice_ceiling(float(np.nanmax(rate[:, 1], initial=0.0)) * 1.1))
-            set_range(self.main, "y", nice_ceiling(float(np.nanmax(latency[:, 4], initial=0.0)) * 1.1))
+            if self.sweep_table is not None:
+                self.sweep_table.update_from(state.sweep)
+        self.check_banner.update_from(state.sweep)
         self.util.update(state.cores, state.heat, state.samples_seen, state.missing)
         host = state.host_series.array()
         memory = self.host_memory.plot if state.cpu_host else self.memory.plot
@@ -381,6 +393,12 @@ class LiveRunView(QFrame):
         set_title(self.host_plot, keyed(HOST_TITLE, pal) + note, pal)
 
     def _figures_text(self) -> str:
+        if self.state.finished and self.state.result is not None:
+            return result_line(self.state.result)  # the Result's figures, not the last rolling window's
+        return self.live_text()
+
+    def live_text(self) -> str:
+        """The status line while the run goes on: the rolling figures and the host's newest sample."""
         state = self.state
         parts = []
         if state.spec.workload == "train":
@@ -392,6 +410,9 @@ class LiveRunView(QFrame):
             parts.append(f"p50 <b>{_num(lat[0] if lat else None, '.2f', ' ms')}</b>")
             parts.append(f"p99 <b>{_num(lat[2] if lat else None, '.2f', ' ms')}</b>")
         parts.append(f"throughput <b>{_num(state.latest_throughput(), ',.1f', ' samples/s')}</b>")
+        tokens = state.latest_tokens_per_s()  # text models: tokens/s beside samples/s
+        if tokens is not None:
+            parts[-1] += f" · <b>{tokens:,.0f} tokens/s</b>"
         cpu, mem = state.latest_host()
         parts.append(f"host CPU {_num(cpu, '.0f', '%')}")
         parts.append(f"memory {_num(mem, '.0f', '%')}")
@@ -408,7 +429,7 @@ class LiveRunView(QFrame):
             for band in self.bands:
                 band.restyle(pal)
             if self.state.spec.workload != "train":
-                set_title(self.main, keyed(LATENCY_TITLE, pal), pal)
+                self.latency_chart.restyle(pal)
             self.util.restyle(pal)
             self.memory.restyle(pal)
             self.host_memory.restyle(pal)
@@ -422,9 +443,7 @@ class LiveRunView(QFrame):
         curves = {"throughput": self.throughput_curve, "host_cpu": self.cpu_curve, "host_mem": self.mem_curve}
         if self.state.spec.workload == "train":
             curves.update(step_time=self.step_curve, step_median=self.median_curve, compiled=self.compiled_curve)
-        else:
-            curves.update(zip(("p50", "p90", "p99"), self.latency_curves, strict=True))
-        out = {}
+        out = {} if self.state.spec.workload == "train" else self.latency_chart.data()
         for name, curve in curves.items():
             _x, y = curve.getOriginalDataset()
             out[name] = np.asarray(y if y is not None else [], dtype=float)

@@ -65,7 +65,8 @@ class PhaseBand:
             if i < len(wide):
                 span, start = wide[i]
                 label.setText(LABELS.get(span.name, span.name)
-                              + (f" {span.batch_size}" if span.batch_size is not None else ""))
+                              + (f" {span.batch_size}" if span.batch_size is not None else "")
+                              + (f"·s{span.seq_len}" if span.seq_len is not None else ""))
                 label.setPos(start, 0.5)
             label.setVisible(i < len(wide))
 

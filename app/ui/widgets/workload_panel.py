@@ -7,6 +7,7 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
@@ -21,7 +22,8 @@ from app.core.errors import BadSpecError
 from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
 from app.core.specs import build_spec, flag_for, host_fit_problem, parse_batch_sizes, parse_model_args
 from app.ui import theme
-from app.ui.widgets.model_picker import ModelPicker
+from app.ui.widgets.model_field import ModelField
+from app.ui.widgets.model_inputs import ModelInputs
 from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, WORKLOADS, RunSpec
 
 DEFAULT_PRESET = "quickstart"
@@ -37,7 +39,9 @@ def form_of(spec: RunSpec, preset: Any) -> dict[str, Any]:
     """The form's values for a spec."""
     return {
         "preset": preset, "workload": spec.workload, "model": spec.model,
-        "model_args": _model_args_text(spec.model_args), "backend": spec.backend, "precision": spec.precision,
+        "model_args": _model_args_text(spec.model_args), "task": spec.task,
+        "seq_lens": ",".join(str(n) for n in spec.seq_lens), "check": spec.check,
+        "backend": spec.backend, "precision": spec.precision,
         "batch_sizes": ",".join(str(b) for b in spec.batch_sizes), "steps": spec.steps, "warmup": spec.warmup,
         "duration": spec.duration, "min_iters": spec.min_iters, "nproc": spec.nproc,
         "workers": AUTO_WORKERS if spec.workers is None else spec.workers, "data": spec.data,
@@ -72,7 +76,12 @@ class WorkloadPanel(QWidget):
         self.workload = QComboBox()
         for name in WORKLOADS:
             self.workload.addItem(WORKLOAD_LABELS[name], name)
-        self.model = ModelPicker()
+        self.model_inputs = ModelInputs()
+        self.model = self.model_inputs.model
+        self.task, self.seq_lens, self.check = (self.model_inputs.task, self.model_inputs.seq_lens,
+                                                self.model_inputs.check)
+        self._args_typed: dict[str, str] = {}  # model args per model source: switching back brings them back
+        self._source = self.model.current_source()
         self.model_args = QLineEdit()
         self.model_args.setPlaceholderText("e.g. img_size=32 depth=2 (optional)")
         self.backend = QComboBox()
@@ -98,11 +107,13 @@ class WorkloadPanel(QWidget):
 
         self.fields: dict[str, QWidget] = {
             "workload": self.workload, "model": self.model, "model_args": self.model_args,
-            "backend": self.backend, "precision": self.precision, "batch_sizes": self.batch_sizes,
+            **self.model_inputs.widgets(), "backend": self.backend, "precision": self.precision,
+            "batch_sizes": self.batch_sizes,
             "steps": self.steps, "warmup": self.warmup, "duration": self.duration, "min_iters": self.min_iters,
             "nproc": self.nproc, "workers": self.workers, "data": self.data,
         }
-        labels = {"workload": "Workload", "model": "Model", "model_args": "Model args", "backend": "Backend",
+        labels = {"workload": "Workload", "model": "Model", "model_args": "Model args", "task": "Task",
+                  "seq_lens": "Sequence length(s)", "check": "Numerical check", "backend": "Backend",
                   "precision": "Precision", "batch_sizes": "Batch size(s)", "steps": "Steps",
                   "warmup": "Warm-up", "duration": "Duration", "min_iters": "Min. requests",
                   "nproc": "Cores / processes", "workers": "Loader workers", "data": "Input data"}
@@ -128,17 +139,21 @@ class WorkloadPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(self.form)
+        layout.addWidget(self.model_inputs.stored_note)
         layout.addWidget(self.message)
 
         self.preset.currentIndexChanged.connect(self._on_preset)
         self.workload.currentIndexChanged.connect(self._on_workload)
+        self.model.textChanged.connect(self._on_model)  # before _on_edit: the args follow the source first
         for name, widget in self.fields.items():
             if name == "workload":
                 continue
             if isinstance(widget, QComboBox):
                 widget.currentIndexChanged.connect(self._on_edit)
-            elif isinstance(widget, QLineEdit):
+            elif isinstance(widget, (QLineEdit, ModelField)):
                 widget.textChanged.connect(self._on_edit)
+            elif isinstance(widget, QCheckBox):
+                widget.toggled.connect(self._on_edit)
             else:
                 widget.valueChanged.connect(self._on_edit)
         self.apply_preset(DEFAULT_PRESET)
@@ -157,8 +172,9 @@ class WorkloadPanel(QWidget):
     def form_values(self) -> dict[str, Any]:
         """The raw form (what the user typed, valid or not): what the app remembers."""
         return {
-            "preset": self.preset.currentData(), "workload": self.current_workload(), "model": self.model.text(),
-            "model_args": self.model_args.text(), "backend": self.backend.currentText(),
+            "preset": self.preset.currentData(), "workload": self.current_workload(),
+            **self.model_inputs.form_values(), "model_args": self.model_args.text(),
+            "backend": self.backend.currentText(),
             "precision": self.precision.currentText(), "batch_sizes": self.batch_sizes.text(),
             "steps": self.steps.value(), "warmup": self.warmup.value(), "duration": self.duration.value(),
             "min_iters": self.min_iters.value(), "nproc": self.nproc.value(), "workers": self.workers.value(),
@@ -171,7 +187,10 @@ class WorkloadPanel(QWidget):
         try:
             self._set_combo_data(self.workload, values.get("workload"))
             self._set_combo_data(self.data, values.get("data", "host"))
-            for name in ("model", "model_args", "batch_sizes"):
+            self.model_inputs.set_form_values(values)
+            self.model_inputs.forget_stored()  # a stored run's copy of its file goes with show_spec alone
+            self._source = self.model.current_source()
+            for name in ("model_args", "batch_sizes"):
                 if isinstance(values.get(name), str):
                     self.fields[name].setText(values[name])  # type: ignore[attr-defined]
                     self.fields[name].setCursorPosition(0)  # type: ignore[attr-defined]  # show the start
@@ -194,8 +213,10 @@ class WorkloadPanel(QWidget):
         self.set_form_values(form_of(PRESETS[name].spec, preset=name))
 
     def show_spec(self, spec: RunSpec) -> None:
-        """Fill the form with a spec (e.g. a stored run's, to run it again)."""
+        """Fill the form with a spec (e.g. a stored run's, to run it again: its copy of the model file runs)."""
         self.set_form_values(form_of(spec, preset=CUSTOM))
+        self.model_inputs.keep_stored(spec)
+        self.validate()
 
     @staticmethod
     def _set_combo_data(combo: QComboBox, data: Any) -> None:
@@ -221,12 +242,15 @@ class WorkloadPanel(QWidget):
         except BadSpecError as exc:
             exc.field = "batch_sizes"
             raise
-        return build_spec(RunSpec(workload=workload), workload=workload, model=self.model.text().strip(),
-                          model_args=args, backend=self.backend.currentText(),
+        model = self.model_inputs.spec_changes(workload)  # the model file is read as the CLI reads it
+        spec = build_spec(RunSpec(workload=workload), workload=workload, model_args=args,
+                          backend=self.backend.currentText(),
                           precision=self.precision.currentText(), batch_sizes=sizes, steps=self.steps.value(),
                           warmup=self.warmup.value(), duration=self.duration.value(),
                           min_iters=self.min_iters.value(), nproc=self.nproc.value(), workers=self._workers(),
-                          data=self.data.currentData())
+                          data=self.data.currentData(), **model)
+        self.model_inputs.check_config(spec)
+        return spec
 
     def _workers(self) -> int | None:
         return None if self.workers.value() == AUTO_WORKERS else self.workers.value()
@@ -249,6 +273,17 @@ class WorkloadPanel(QWidget):
     def spec(self) -> RunSpec | None:
         """The valid RunSpec, or None while the form holds a mistake."""
         return self._spec
+
+    def spec_to_run(self) -> RunSpec | None:
+        """The spec to run now: its model file read as it is on disk at this moment (or a stored run's copy);
+        None, with the sentence shown, if that file went wrong since it was checked."""
+        self.model_inputs.reread()
+        self.validate()
+        return self._spec
+
+    def stored_copy_sentence(self, spec: RunSpec) -> tuple[str, str] | None:
+        """When ``spec`` runs a stored run's copy of its model file: the sentence for the run's log."""
+        return self.model_inputs.stored_copy_sentence(spec)
 
     def validate(self) -> bool:
         was = self.valid
@@ -299,6 +334,20 @@ class WorkloadPanel(QWidget):
         self._show_rows()
         self._on_edit()
 
+    def _on_model(self) -> None:
+        """A new model: a stored run's copy of a file no longer applies; each source keeps its own args."""
+        if self._filling:
+            return
+        self.model_inputs.forget_stored()
+        source = self.model.current_source()
+        if source != self._source:
+            self._args_typed[self._source] = self.model_args.text()
+            self._filling = True
+            self.model_args.setText(self._args_typed.get(source, ""))
+            self._filling = False
+            self._source = source
+            self._show_rows()
+
     def _on_edit(self) -> None:
         if self._filling:
             return
@@ -315,6 +364,9 @@ class WorkloadPanel(QWidget):
             self.form.setRowVisible(self.fields[name], train)
         for name in INFER_ONLY:
             self.form.setRowVisible(self.fields[name], not train)
+        self.model_inputs.show_rows(self.current_workload())
+        for name in ("task", "seq_lens"):
+            self.labels[name].setEnabled(self.fields[name].isEnabled())
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

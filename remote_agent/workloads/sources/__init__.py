@@ -11,7 +11,9 @@ from remote_agent.model_ref import parse_model_ref
 from remote_agent.workloads.problems import SpecProblem
 from remote_agent.workloads.under_test import ModelUnderTest
 
-LIBRARIES = {"timm": "timm", "torchvision": "torchvision", "hf": "transformers", "file": "torch"}
+# What each source imports (timm imports torchvision as it loads).
+LIBRARIES = {"timm": ("timm", "torchvision"), "torchvision": ("torchvision",), "hf": ("transformers",),
+             "file": ("torch",)}
 
 
 def load_model(spec: Any, batch_size: int, seq_len: Optional[int], workdir: str) -> ModelUnderTest:
@@ -46,8 +48,8 @@ def _need_library(source: str) -> None:
     import importlib.util
     import sys
 
-    library = LIBRARIES[source]
-    if importlib.util.find_spec(library) is None:
-        raise SpecProblem("%s: models need %s, which is not installed for %s: install it (pip install --user %s) "
-                          "or let NeuronBench offer to when it prepares the host" % (source, library, sys.executable,
-                                                                                      library))
+    for library in LIBRARIES[source]:
+        if importlib.util.find_spec(library) is None:
+            raise SpecProblem("%s: models need %s, which is not installed for %s: install it with `neuronbench "
+                              "hosts test HOST --install %s`, or pip install it for that Python"
+                              % (source, library, sys.executable, library))

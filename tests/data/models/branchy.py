@@ -17,6 +17,7 @@ class Branchy(torch.nn.Module):
 
 def build(batch_size):
     torch.manual_seed(0)
-    example = torch.full((batch_size, 8), 5.0)  # mean > 0: the trace records "y * 2" ...
-    example[0, 0] = -100.0  # ... but the values range down to -100: fresh inputs drawn in it take "-y"
+    example = torch.full((batch_size, 8), 5.0)
+    example[:, 0] = -30.0  # mean 0.625 > 0 at any batch size: the trace records "y * 2" ... but the values
+    # range from -30 to 5, so fresh inputs drawn within that range (mean about -12) take "-y"
     return {"model": Branchy(), "inputs": (example,)}

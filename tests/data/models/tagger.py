@@ -18,9 +18,10 @@ class Tagger(torch.nn.Module):
         return out
 
 
-def make_model(batch_size, seq_len=12, vocab=100, width=24, tags=5):
+def make_model(batch_size, seq_len=12, vocab=100, width=24, tags=5, with_tags=True):
     model = Tagger(vocab, width, tags)
     tokens = torch.randint(0, vocab, (batch_size, seq_len))
-    inputs = {"tokens": tokens, "mask": torch.ones(batch_size, seq_len),
-              "tags": torch.randint(0, tags, (batch_size, seq_len))}
+    inputs = {"tokens": tokens, "mask": torch.ones(batch_size, seq_len)}
+    if with_tags:  # for training: the model computes its loss from them (serving leaves them out)
+        inputs["tags"] = torch.randint(0, tags, (batch_size, seq_len))
     return {"model": model, "inputs": inputs, "tokens_per_sample": seq_len}
