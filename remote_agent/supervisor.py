@@ -28,7 +28,7 @@ from remote_agent.monitor.digest import TelemetryDigest, measure_windows, switch
 from remote_agent.monitor.sampler import Sampler, host_sources
 from remote_agent.multinode import load_placement, node_env, rendezvous_failure
 from remote_agent.orphan import ENV_PARENT_PID
-from remote_agent.protocol import NodePlacement, RunSpec, strip_model_file_text
+from remote_agent.protocol import EVENT_TYPES, NodePlacement, RunSpec, strip_model_file_text
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
 from remote_agent.summary import compose_result, summarize_infer, summarize_train
 
@@ -208,7 +208,13 @@ class Supervisor:
             if reader is None:
                 reader = self._readers[name] = LineReader(os.path.join(self.run.workers_dir, name))
             for line in reader.read_lines():
-                self._relay_one(json.loads(line.decode("utf-8")))
+                event = _worker_event(line)
+                if event is None:
+                    # A worker killed mid-write (or a full disk) leaves a line cut short: say so, keep going.
+                    self.events.emit("log", level="warning", message="a workload process wrote a line that is "
+                                     "not an event (cut short?), skipped: %r" % line[:120])
+                else:
+                    self._relay_one(event)
                 relayed = True
         return relayed
 
@@ -454,6 +460,15 @@ def _quiet_exit() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+
+
+def _worker_event(line: bytes) -> Optional[Dict[str, Any]]:
+    """A worker's side-file line as an event dict, or None when it is not one."""
+    try:
+        event = json.loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+    return event if isinstance(event, dict) and event.get("type") in EVENT_TYPES else None
 
 
 def _wake_only(_signum: int, _frame: Any) -> None:

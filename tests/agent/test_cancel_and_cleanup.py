@@ -112,3 +112,31 @@ def test_attach_to_a_run_being_started_waits_for_its_supervisor(agent_home):
     assert runner.attach(run.run_id, 1, out) == runner.EXIT_OK
     writer.join()
     assert [e["type"] for e in iter_events(out.getvalue().splitlines())] == ["hello", "end"]
+
+
+def test_a_worker_line_cut_short_is_skipped_with_a_warning_and_the_run_goes_on(tmp_path):
+    """A worker killed mid-write leaves half a line in its side file: the supervisor says so and relays the rest."""
+    from remote_agent.rundir import RunDir
+    from remote_agent.supervisor import Supervisor
+
+    class Log:
+        def __init__(self):
+            self.events = []
+
+        def emit(self, type_, t=None, **payload):
+            self.events.append(dict(payload, type=type_))
+
+    run = RunDir(str(tmp_path / "run"))
+    os.makedirs(run.workers_dir, exist_ok=True)
+    with open(os.path.join(run.workers_dir, "0-0.jsonl"), "wb") as side:
+        side.write(b'{"v":1,"t":1.0,"type":"log","level":"info","message":"before"}\n')
+        side.write(b'{"v":1,"t":1.0,"type":"st\n')
+        side.write(b'{"v":1,"t":1.0,"type":"no-such-type"}\n')
+        side.write(b'{"v":1,"t":2.0,"type":"step","i":1,"dt_s":0.1,"samples":8,"compiled":false}\n')
+    supervisor = Supervisor(run)
+    supervisor.events = Log()
+    assert supervisor.relay()
+    kinds = [(e["type"], e.get("message", "")) for e in supervisor.events.events]
+    assert kinds[0] == ("log", "before")
+    assert [k for k, _ in kinds[1:3]] == ["log", "log"] and "not an event" in kinds[1][1]
+    assert kinds[3][0] == "step" and supervisor.steps[0]["i"] == 1
