@@ -42,7 +42,8 @@ def summarize_train(steps: List[Dict[str, Any]], warmup: int, worker: Dict[str, 
         "steps_measured": len(window),
         "window": [window[0]["i"], window[-1]["i"]] if window else None,
         "world_size": worker.get("world_size"),
-        "global_batch": worker.get("global_batch"),
+        # A run cancelled (or failed) before its worker wrote a summary still knows its batch from its steps.
+        "global_batch": worker.get("global_batch") or (steps[0].get("samples") if steps else None),
         "input_shape": (worker.get("model") or {}).get("input_shape"),
         "param_dtype": worker.get("param_dtype"),
         # Which input ran: the seed's host loader (and its workers) or one batch on the device.

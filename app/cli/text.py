@@ -69,7 +69,8 @@ def format_result(result: dict[str, Any]) -> str:
         lines += [
             f"  throughput  {_num(train.get('throughput_samples_per_s'), '.2f')} samples/s "
             + (f"· {tokens:,.0f} tokens/s " if tokens else "")
-            + f"(global batch {train.get('global_batch')}, {train.get('world_size')} process(es))",
+            + f"(global batch {_num(train.get('global_batch'), 'd')}"
+            + (f", {train['world_size']} process(es))" if train.get("world_size") else ")"),
             f"  step time   median {_num(step.get('median'), '.4f')} s "
             f"(95% CI {_num(ci[0], '.4f')}–{_num(ci[1], '.4f')}), p90 {_num(step.get('p90'), '.4f')}, "
             f"mean {_num(step.get('mean'), '.4f')} ± {_num(step.get('stdev'), '.4f')}",
