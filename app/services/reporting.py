@@ -27,6 +27,7 @@ from app.core.pricebook import PriceBook
 from app.core.runrecord import StoredRun
 from app.reports import FORMATS
 from app.reports.model import RunMaterial, build_report
+from app.services.recorder import with_mfu
 from app.services.store import RunStore
 
 SUFFIXES = {fmt: f".{fmt}" for fmt in FORMATS}
@@ -60,6 +61,9 @@ def compare_stored(store: RunStore, book: PriceBook, refs: Sequence[str],
     runs = load_runs(store, refs)
     if options.baseline and options.baseline not in {r.run_id for r in runs}:
         runs.insert(0, store.load(options.baseline))
+    for run in runs:  # MFU against the current peak table, as prices come from the current price book
+        if run.result:
+            with_mfu(run.result)
     try:
         doc = compare_runs(runs, book, options)
     except CompareError as exc:
