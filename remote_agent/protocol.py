@@ -234,7 +234,7 @@ class RunSpec:
     min_iters: int = field(default=100, metadata=_help(
         "inference: measure at least this many requests per batch size (p99 needs 100)", "--min-iters"))
     target_ci: Optional[float] = field(default=None, metadata=_help(
-        "stop once the 95%% interval is within +-PCT %% (training: of the median step time, after at least "
+        "stop once the 95%% interval is within ±PCT %% (training: of the median step time, after at least "
         "%d steady steps, --steps the cap; inference: of each batch size's throughput, after --min-iters "
         "requests, --duration the cap); 0 or unset: measure the fixed --steps / --duration" % TARGET_CI_MIN_STEPS,
         "--target-ci"))
@@ -458,7 +458,7 @@ def _check_target_ci(spec: RunSpec) -> None:
         return
     if isinstance(pct, bool) or not isinstance(pct, (int, float)) or not math.isfinite(pct) \
             or not 0 < pct <= TARGET_CI_MAX_PCT:
-        raise SpecError("target_ci", "target_ci must be a percentage above 0 and at most %g (e.g. 2 for +-2 %%), "
+        raise SpecError("target_ci", "target_ci must be a percentage above 0 and at most %g (e.g. 2 for ±2 %%), "
                                      "not %r" % (TARGET_CI_MAX_PCT, pct))
     if spec.workload == "train" and spec.steps - spec.warmup < TARGET_CI_MIN_STEPS:
         raise SpecError("target_ci", "target_ci %g: steps (%d) leaves %d after warmup (%d), and a stop rests on at "

@@ -63,14 +63,19 @@ def median_interval(ordered: List[float]) -> Optional[Tuple[float, float]]:
 
 
 def relative_half_width(centre: float, low: float, high: float) -> Optional[float]:
-    """The interval's wider side as a percentage of ``centre`` (the +-PCT a target is held to)."""
+    """The interval's wider side as a percentage of ``centre`` (the ±PCT a target is held to)."""
     if centre <= 0:
         return None
     return 100.0 * max(centre - low, high - centre) / centre
 
 
+def pct_text(pct: float) -> str:
+    """``±1.9 %``, ``±31 %``: two significant digits, never in e-notation."""
+    return "±%.2g %%" % pct if pct < 10 else "±%.0f %%" % pct
+
+
 def median_ci_pct(times: List[float]) -> Optional[float]:
-    """+-% of the median's 95% interval over step times in any order (the Result's ``ci_pct``)."""
+    """±% of the median's 95% interval over step times in any order (the Result's ``ci_pct``)."""
     ordered = sorted(times)
     interval = median_interval(ordered)
     if interval is None:
@@ -110,9 +115,9 @@ class TrainingStop:
                  "min_steady_steps": self.floor if self.target_pct else None}
         warning = None
         if self.target_pct and stopped_by != "target_ci":
-            reached = "no interval yet" if self.ci_pct is None else "+-%.2f %%" % self.ci_pct
+            reached = "not yet known" if self.ci_pct is None else pct_text(self.ci_pct)
             short = (" (fewer than the %d a stop rests on)" % self.floor) if len(self.window) < self.floor else ""
-            warning = ("the +-%g %% target was not reached within --steps %d: the median step time's 95%% interval "
+            warning = ("the ±%g %% target was not reached within --steps %d: the median step time's 95%% interval "
                        "is %s after %d steady steps%s; raise --steps to measure longer"
                        % (self.target_pct, cap, reached, len(self.window), short))
         return block, warning
@@ -146,7 +151,7 @@ class ThroughputStop:
         return False
 
     def ci_pct(self) -> Optional[float]:
-        """+-% of the throughput's 95% interval by batch means, or None with fewer than 2 requests a group."""
+        """±% of the throughput's 95% interval by batch means, or None with fewer than 2 requests a group."""
         n = self.count
         if n < 2 * BATCHES:
             return None
@@ -173,8 +178,9 @@ class ThroughputStop:
         block = {"stopped_by": stopped_by, "target_ci_pct": self.target_pct, "ci_pct": pct}
         warning = None
         if self.target_pct and stopped_by != "target_ci":
-            reached = "no interval yet" if pct is None else "+-%.2f %%" % pct
-            warning = ("%s: the +-%g %% target was not reached within --duration %g s: the throughput's 95%% "
+            reached = (pct_text(pct) if pct is not None else "not yet known" if self.count < 2 * BATCHES
+                       else "unbounded (request times vary too much)")
+            warning = ("%s: the ±%g %% target was not reached within --duration %g s: the throughput's 95%% "
                        "interval is %s after %d requests; raise --duration to measure longer"
                        % (where, self.target_pct, cap_s, reached, self.count))
         return block, warning

@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from app.core.numbers import figure
 from app.core.progress import ProgressTracker
+from app.core.target_ci import interval_text
 
 BAR_WIDTH = 28
 
@@ -115,12 +116,14 @@ class ProgressPrinter:
         throughput = self.tracker.steady.throughput
         if throughput is not None:
             speed += f"  {figure(throughput)} samples/s"
+        speed += interval_text(event.get("ci_pct"), getattr(self.spec, "target_ci", None), "  ")
         self._progress(self.tracker.fraction,
                        f"{event['i']}/{self.spec.steps} steps  {speed}  {_eta(self.tracker.eta_s)}")
 
     def _on_latency(self, event: dict[str, Any]) -> None:
         self._progress(self.tracker.fraction, f"batch {event['batch_size']}: p50 {event['p50_ms']:.2f} ms, "
-                       f"p99 {event['p99_ms']:.2f} ms over {event['count']} requests")
+                       f"p99 {event['p99_ms']:.2f} ms over {event['count']} requests"
+                       + interval_text(event.get("ci_pct"), getattr(self.spec, "target_ci", None), ", "))
 
     def _on_log(self, event: dict[str, Any]) -> None:
         if event.get("level") in ("warning", "error"):

@@ -127,8 +127,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     start.update(model=model, model_file=model_file_for(model))
     spec = build_spec(start, workload=workload, model_args=model_args, backend=args.backend,
                       batch_sizes=batch_sizes, steps=args.steps, warmup=args.warmup, duration=args.duration,
-                      min_iters=args.min_iters, target_ci=args.target_ci, precision=args.precision, nproc=args.nproc, workers=args.workers,
-                      data=args.data,
+                      min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers,
+                      data=args.data, target_ci=args.target_ci,
                       neuron_cc_flags=args.neuron_cc_flags, compile_cache=args.compile_cache,
                       stochastic_rounding=args.stochastic_rounding,
                       telemetry_period=args.telemetry_period, task=args.task, seq_lens=seq_lens, check=args.check)

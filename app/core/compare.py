@@ -90,7 +90,7 @@ def _efficiency(part: dict[str, Any]) -> dict[str, Any]:
     """Achieved TFLOP/s and MFU (app.core.mfu fills them in; None with ``mfu_missing`` saying why)."""
     basis = part.get("mfu_basis") or {}
     return {"achieved_tflops": basis.get("achieved_tflops", part.get("achieved_tflops")), "mfu": part.get("mfu"),
-            "mfu_dtype": basis.get("dtype"), "mfu_missing": basis.get("missing")}
+            "mfu_dtype": basis.get("dtype"), "mfu_missing": basis.get("missing"), "mfu_basis": basis or None}
 
 
 def steps_interval(train: dict[str, Any]) -> list[float] | None:

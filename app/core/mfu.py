@@ -107,3 +107,15 @@ def mfu_sentence(model: str, where: str, mfu: float | None, basis: dict[str, Any
         ("the NeuronCores'" if devices > 1 else "the NeuronCore's")
     return (f"{model} on {where} used {mfu_text(mfu)} of {whose} {basis.get('dtype')} peak "
             f"({basis['achieved_tflops']:.3g} of {basis['peak_tflops']:.4g} TFLOP/s)")
+
+
+def live_mfu(compute: dict[str, Any], env: dict[str, Any] | None, samples_per_s: float | None,
+             table: PeakTable) -> float | None:
+    """MFU while a run goes: the setup event's FLOPs and dtype, the probe's device, the rolling throughput."""
+    per_sample, dtype = compute.get("flops_per_sample"), compute.get("matmul_dtype")
+    if not per_sample or not dtype or not samples_per_s:
+        return None
+    peak, _ = peak_for(table, {"env": env or {}, "backend": compute.get("backend")}, str(dtype))
+    if peak is None:
+        return None
+    return per_sample * samples_per_s / 1e12 / (peak.tflops * int(compute.get("devices") or 1))

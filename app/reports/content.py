@@ -8,10 +8,12 @@ from typing import Any
 
 from app.core.compare import WORK
 from app.core.cost import type_from_label
+from app.core.mfu import mfu_text
 from app.core.numbers import NA, usd
 from app.reports import svg
 from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summary, Table
 from app.reports.cost_sections import cost_details
+from app.reports.efficiency import mfu_sentences
 from app.reports.scaling_section import scaling_section
 from app.reports.wording import colours_of, join_values, measure_title, measures, num, short_model, times
 
@@ -34,13 +36,15 @@ def _results(doc: dict[str, Any]) -> list[Block]:
             latency = () if train else (num(r["latency_p50_ms"], ".3g"), p99)
             rows.append((r["label"], r["ref"] or "", str(r["batch_size"]), num(r["throughput"]), *latency,
                          usd(r["usd_per_hour"]), usd(r["usd_per_1m"]), times(r["speedup_vs_baseline"]),
-                         times(r["price_performance_vs_baseline"])))
+                         times(r["price_performance_vs_baseline"]), mfu_text(r.get("mfu"))))
         unit = UNIT_LABEL[workload]
         header = ("Host", "Run", "Batch", "Throughput", *(() if train else ("p50 ms", "p99 ms")), "$/h",
-                  "$ per 1M", "Speed", "Work per $")
+                  "$ per 1M", "Speed", "Work per $", "MFU")
         blocks.append(Table(header, tuple(rows), (False, False) + (True,) * (len(header) - 2),
                             caption=f"{measure_title(workload, model)} · throughput in {unit}, "
                                     f"cost per 1M {WORK[workload]}"))
+        blocks += [Paragraph(s) for s in mfu_sentences([r for r in doc["rows"]
+                                                       if (r["workload"], r["model"]) == (workload, model)])]
         repeated = [g for g in doc["groups"] if g["n"] >= 2 and (g["workload"], g["model"]) == (workload, model)]
         if repeated:
             grows = []
@@ -188,6 +192,11 @@ def _methodology(doc: dict[str, Any]) -> list[Block]:
     items.append("Cost: usd_per_1m = usd_per_hour / 3600 / throughput × 1e6 (the formula of AWS's Neuron "
                  "benchmark tables); work per dollar = throughput × 3600 / usd_per_hour. Prices are looked up when "
                  "the report is made; a missing price is N/A, never 0.")
+    items.append("MFU (model FLOPs utilisation) = FLOPs per sample × samples/s ÷ the dense peak of the devices "
+                 "the run used, for the dtype its matmuls ran in. FLOPs are counted once per run by PyTorch's own "
+                 "counter (torch.utils.flop_counter: matmuls, convolutions, attention) on the real input shapes: "
+                 "forward + backward for training, forward for inference. Peaks: resources/peaks (vendor dense "
+                 "figures, sourced and dated); no peak is known for a CPU, so its MFU is N/A.")
     items.append("Outliers are never dropped: steps beyond 3 interquartile ranges are kept and named in the "
                  "run's warnings below.")
     blocks.append(Bullets(tuple(items)))

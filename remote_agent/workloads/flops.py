@@ -19,7 +19,7 @@ kernel, and the count is per sample already (every counted op is linear in the b
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 COUNTER = "torch.utils.flop_counter"
 
@@ -117,3 +117,9 @@ def _math_attention(where: str) -> Any:
 
     return sdpa_kernel(SDPBackend.MATH)
 
+
+
+def live_fields(flops: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The setup phase's end event carries these: the live view computes MFU from them as steps come."""
+    flops = flops or {}
+    return {"flops_per_sample": flops.get("flops_per_sample"), "matmul_dtype": flops.get("matmul_dtype")}

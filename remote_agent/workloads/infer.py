@@ -17,7 +17,7 @@ from remote_agent.eventlog import WorkerEvents
 from remote_agent.stats import latency_summary_ms, percentile
 from remote_agent.stopping import ThroughputStop
 from remote_agent.workloads import check as numerics
-from remote_agent.workloads.flops import count_flops, matmul_dtype
+from remote_agent.workloads.flops import count_flops, live_fields, matmul_dtype
 from remote_agent.workloads.sources import load_model
 from remote_agent.workloads.train import Phase
 from remote_agent.workloads.under_test import traceable
@@ -66,7 +66,8 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     request = mut.make_batch(feed, spec.seed + 1, False).to("cpu", dtype).tensors()
     for note in mut.notes:
         events.emit("log", level="info", message=note)
-    events.emit("phase", name="setup", state="end", **where)
+    events.emit("phase", name="setup", state="end", backend=backend.name, devices=max(1, feed // batch_size),
+                **live_fields(flops), **where)
 
     phase.name = "compile"
     events.emit("phase", name="compile", state="start", **where)

@@ -22,7 +22,7 @@ from remote_agent.protocol import TARGET_CI_MIN_STEPS
 from remote_agent.stopping import TrainingStop
 from remote_agent.workloads import check as numerics
 from remote_agent.workloads.data import describe_data, training_batches
-from remote_agent.workloads.flops import count_flops, matmul_dtype
+from remote_agent.workloads.flops import count_flops, live_fields, matmul_dtype
 from remote_agent.workloads.sources import load_model
 from remote_agent.workloads.stop_signal import StopAgreement
 
@@ -97,7 +97,8 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         events.emit("log", level="info", message="%s %s: %s, %d parameters, inputs %s, batch %d x %d process(es), "
                     "%s" % (backend.name, spec.model, model_block.get("class"), model_block.get("parameters", 0),
                             _describe_inputs(first), spec.batch_size, world, describe_data(data)))
-        events.emit("phase", name="setup", state="end")
+        # What the live view needs for MFU as the steps come: the FLOPs of a sample and the matmuls' dtype.
+        events.emit("phase", name="setup", state="end", backend=backend.name, devices=world, **live_fields(flops))
         events.emit("phase", name="warmup" if spec.warmup else "measure", state="start")
 
     compile_before = backend.compile_stats()

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from app.core.compare import CompareOptions
 from app.core.cost import TYPE_FROM_AFTER_RUN, type_from_label
+from app.core.mfu import mfu_sentence, mfu_text
 from app.core.numbers import figure, usd
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
@@ -43,7 +44,7 @@ from app.ui.widgets.charts import new_plot, nice_ceiling, restyle, style_layout
 from app.ui.widgets.status_line import StatusLine
 
 COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "p50 ms", "p99 ms", "$/h", "Price source",
-           "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference")
+           "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference", "MFU")
 COLUMN_TIPS = {
     "Run": "the stored run", "Host": "instance type (host name where two hosts share one)",
     "Workload": "training or inference", "Batch": "batch size (per process for training)",
@@ -57,6 +58,8 @@ COLUMN_TIPS = {
     "Work per $ vs baseline": "samples (or inferences) per dollar relative to the baseline run: >1 is cheaper work",
     "Speed vs baseline": "throughput relative to the baseline run",
     "Difference": "whether the difference from the baseline is significant (95% intervals of repeats)",
+    "MFU": "model FLOPs utilisation: FLOPs per sample x samples/s / the dense peak of the devices used, for the "
+           "dtype the matmuls ran in (N/A where no peak is known, e.g. a CPU)",
 }
 MARKETS = (("on_demand", "On-demand prices"), ("spot", "Spot prices"))
 BAR_GROUP_WIDTH = 0.8
@@ -321,7 +324,7 @@ class CompareView(QWidget):
                 _ms(row["latency_p50_ms"]), p99, usd(row["usd_per_hour"]),
                 f"{row['price_source']} ({row['price_date']})" if row["price_source"] else (row["price_note"] or "N/A"),
                 usd(row["usd_per_1m"]), _ratio(row["price_performance_vs_baseline"]),
-                _ratio(row["speedup_vs_baseline"]), difference(group),
+                _ratio(row["speedup_vs_baseline"]), difference(group), mfu_text(row.get("mfu")),
             ]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -333,6 +336,10 @@ class CompareView(QWidget):
                     item.setToolTip(f"{row['instance_type']}: {type_from_label(row.get('instance_type_from'))}")
                 if COLUMNS[col] == "Price source":
                     item.setToolTip("; ".join(t for t in (text, row["price_note"]) if t))
+                elif COLUMNS[col] == "MFU":
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                    item.setToolTip(mfu_sentence(row["model"].split(" ")[0], row["label"], row.get("mfu"),
+                                                 row.get("mfu_basis") or {"missing": row.get("mfu_missing")}))
                 elif COLUMNS[col] == "Difference" and group and group["overlaps_with"]:
                     item.setToolTip("95% interval overlaps " + ", ".join(group["overlaps_with"]))
                 self.table.setItem(index, col, item)

@@ -8,6 +8,7 @@ that did not change (STYLE.md habit 6).
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -29,9 +30,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.cli.text import format_result
+from app.core.errors import NeuronBenchError
+from app.core.mfu import live_mfu, mfu_text
 from app.core.specs import spec_summary
 from app.core.step_window import ROLLING_STEPS
+from app.core.target_ci import interval_text
 from app.services.ec2.lease import STAGES as LAUNCH_STAGES
+from app.services.peaks import load_peak_table
 from app.ui import theme
 from app.ui.bridge import QUEUED, RunJob
 from app.ui.models.run_state import LiveRunState, missing_reason
@@ -93,6 +98,23 @@ def _set_text(label: QLabel, text: str) -> None:
 
 def _num(value: float | None, fmt: str, unit: str = "") -> str:
     return "N/A" if value is None else f"{value:{fmt}}{unit}"
+
+
+def known_figures(state: LiveRunState) -> list[str]:
+    """The interval as it shrinks (``±3.1 % (target ±2 %)``) and MFU, while the run goes and after."""
+    parts = []
+    if state.ci_pct is not None:
+        parts.append("95% interval " + interval_text(state.ci_pct, getattr(state.spec, "target_ci", None)))
+    mfu = None
+    if state.result is not None:
+        part = state.result.get("train") or next(iter(reversed(state.result.get("infer") or [])), {})
+        mfu = part.get("mfu")
+    elif state.compute.get("flops_per_sample"):
+        with contextlib.suppress(NeuronBenchError):
+            mfu = live_mfu(state.compute, state.env, state.latest_throughput(), load_peak_table())
+    if mfu is not None:
+        parts.append(f"MFU <b>{mfu_text(mfu)}</b>")
+    return parts
 
 
 class LiveRunView(QFrame):
@@ -377,6 +399,7 @@ class LiveRunView(QFrame):
             parts.append(f"p50 <b>{_num(lat[0] if lat else None, '.2f', ' ms')}</b>")
             parts.append(f"p99 <b>{_num(lat[2] if lat else None, '.2f', ' ms')}</b>")
         parts.append(f"throughput <b>{_num(state.latest_throughput(), ',.1f', ' samples/s')}</b>")
+        parts.extend(known_figures(state))
         cpu, mem = state.latest_host()
         parts.append(f"host CPU {_num(cpu, '.0f', '%')}")
         parts.append(f"memory {_num(mem, '.0f', '%')}")
