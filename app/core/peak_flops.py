@@ -104,7 +104,7 @@ def neuron_accelerator(env: dict[str, Any], instance_type: str | None) -> tuple[
     if accelerator is None:
         cores = {d.get("cores") for d in devices}
         if family is None and cores == {2}:
-            return "Trainium", "core", ""  # two cores a device: NeuronCore-v2, whose peak trn1 and inf2 share
+            return "NeuronCore-v2", "core", ""  # two cores a device: trn1 and inf2 share its peak
         what = f"instance type {instance_type or env.get('instance_type')}" if family else "an unknown instance type"
         return None, "", f"no NeuronCore peak known for {what} (neuron-ls shows {sorted(c for c in cores if c)} " \
                          "cores a device)"
@@ -137,9 +137,13 @@ def peak_for(table: PeakTable, result: dict[str, Any], dtype: str, instance_type
         accelerator, unit, why = neuron_accelerator(env, instance_type)
         if accelerator is None:
             return None, why
-        row = table.find(accelerator, unit, dtype)
+        known = accelerator != "NeuronCore-v2"
+        row = table.find(accelerator if known else "Trainium", unit, dtype)
         if row is None:
-            return None, f"{_CORE_NAMES[accelerator]} has no dense {dtype} figure in the table"
+            return None, f"{_CORE_NAMES.get(accelerator, accelerator)} has no dense {dtype} figure in the table"
+        if not known:
+            return Peak("NeuronCore-v2 (trn1 or inf2: the instance type is unknown)", dtype,
+                        float(row["dense_tflops"]), row["source"], "per NeuronCore (chip / cores)"), ""
         basis = "per logical NeuronCore (LNC=2, chip / 4)" if unit == "lnc2_core" else "per NeuronCore (chip / cores)"
         return Peak(f"{_CORE_NAMES[accelerator]} ({accelerator})", dtype, float(row["dense_tflops"]), row["source"],
                     basis), ""

@@ -66,6 +66,9 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
                     joined=rank)
     mut = load_model(spec, spec.batch_size, spec.seq_len, workdir)
     mut.module.train()
+    # The device first: autograd sizes its per-device queues at the first backward, and the FLOP count's
+    # backward (on the meta device) must not run before torch-xla's device exists (XLA's backward then fails).
+    device = backend.device(local_rank)
     # FLOPs of one step's forward + backward, counted while the module is still on the host (rank 0 only).
     flops = count_flops(mut, spec.batch_size, spec.seed, True, matmul_dtype(
         spec.precision, backend.name, spec.neuron_cc_flags)) if lead else None
@@ -74,7 +77,6 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     agree = StopAgreement(world, bool(spec.target_ci))
     # The check's reference: the same initial weights, eager, on the host's CPU in fp32 (rank 0 only).
     reference = copy.deepcopy(mut.module) if spec.check and lead else None
-    device = backend.device(local_rank)
     dtype = torch.bfloat16 if spec.precision == "bf16" else torch.float32
     model = mut.module.to(device=device, dtype=dtype)
     model = backend.wrap_for_training(model, local_rank, world)
