@@ -106,9 +106,10 @@ def known_figures(state: LiveRunState) -> list[str]:
     if state.ci_pct is not None:
         parts.append("95% interval " + interval_text(state.ci_pct, getattr(state.spec, "target_ci", None)))
     mfu = None
-    if state.result is not None:
-        part = state.result.get("train") or next(iter(reversed(state.result.get("infer") or [])), {})
-        mfu = part.get("mfu")
+    result = state.result or {}
+    part = result.get("train") or next(iter(reversed(result.get("infer") or [])), {})
+    if "mfu" in part:  # the app's figure from the Result (against the peak table), once the run has ended
+        mfu = part["mfu"]
     elif state.compute.get("flops_per_sample"):
         with contextlib.suppress(NeuronBenchError):
             mfu = live_mfu(state.compute, state.env, state.latest_throughput(), load_peak_table())
