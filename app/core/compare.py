@@ -87,10 +87,13 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _efficiency(part: dict[str, Any]) -> dict[str, Any]:
-    """Achieved TFLOP/s and MFU (app.core.mfu fills them in; None with ``mfu_missing`` saying why)."""
+    """Achieved TFLOP/s and MFU (app.core.mfu fills them in; None with ``mfu_missing`` saying why), how it stopped."""
     basis = part.get("mfu_basis") or {}
     return {"achieved_tflops": basis.get("achieved_tflops", part.get("achieved_tflops")), "mfu": part.get("mfu"),
-            "mfu_dtype": basis.get("dtype"), "mfu_missing": basis.get("missing"), "mfu_basis": basis or None}
+            "mfu_dtype": basis.get("dtype"), "mfu_missing": basis.get("missing"), "mfu_basis": basis or None,
+            # --target-ci: why the measurement ended, and the interval it ended on.
+            "stopped_by": part.get("stopped_by"), "target_ci_pct": part.get("target_ci_pct"),
+            "ci_pct": part.get("ci_pct")}
 
 
 def steps_interval(train: dict[str, Any]) -> list[float] | None:

@@ -13,7 +13,7 @@ from app.core.numbers import NA, usd
 from app.reports import svg
 from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summary, Table
 from app.reports.cost_sections import cost_details
-from app.reports.efficiency import mfu_sentences
+from app.reports.efficiency import mfu_sentences, stop_sentences
 from app.reports.scaling_section import scaling_section
 from app.reports.wording import colours_of, join_values, measure_title, measures, num, short_model, times
 
@@ -43,8 +43,11 @@ def _results(doc: dict[str, Any]) -> list[Block]:
         blocks.append(Table(header, tuple(rows), (False, False) + (True,) * (len(header) - 2),
                             caption=f"{measure_title(workload, model)} · throughput in {unit}, "
                                     f"cost per 1M {WORK[workload]}"))
-        blocks += [Paragraph(s) for s in mfu_sentences([r for r in doc["rows"]
-                                                       if (r["workload"], r["model"]) == (workload, model)])]
+        mine = [r for r in doc["rows"] if (r["workload"], r["model"]) == (workload, model)]
+        blocks += [Paragraph(s) for s in mfu_sentences(mine)]
+        stops = stop_sentences(mine)
+        if stops:
+            blocks.append(Bullets(tuple(stops)))
         repeated = [g for g in doc["groups"] if g["n"] >= 2 and (g["workload"], g["model"]) == (workload, model)]
         if repeated:
             grows = []
@@ -192,6 +195,12 @@ def _methodology(doc: dict[str, Any]) -> list[Block]:
     items.append("Cost: usd_per_1m = usd_per_hour / 3600 / throughput × 1e6 (the formula of AWS's Neuron "
                  "benchmark tables); work per dollar = throughput × 3600 / usd_per_hour. Prices are looked up when "
                  "the report is made; a missing price is N/A, never 0.")
+    if any(r.get("target_ci_pct") for r in doc["rows"]):
+        items.append("Runs with a target (--target-ci PCT) measured until the 95% interval was within ±PCT %: "
+                     "training, of the median steady step time (order-statistic interval, at least 30 steady steps, "
+                     "--steps the cap); inference, of each batch size's throughput (batch means over 10 groups of "
+                     "requests, at least --min-iters requests, --duration the cap). Why each stopped is listed "
+                     "under its results.")
     items.append("MFU (model FLOPs utilisation) = FLOPs per sample × samples/s ÷ the dense peak of the devices "
                  "the run used, for the dtype its matmuls ran in. FLOPs are counted once per run by PyTorch's own "
                  "counter (torch.utils.flop_counter: matmuls, convolutions, attention) on the real input shapes: "

@@ -9,7 +9,8 @@ COLUMNS = ("run_id", "host", "label", "instance_type", "instance_type_from", "re
            "batch_size", "throughput", "unit", "latency_p50_ms", "latency_p99_ms", "p99_reliable", "compile_s",
            "compile_usd", "compile_cache", "usd_per_hour", "usd_per_1m", "speedup_vs_baseline",
            "price_performance_vs_baseline", "price_source", "price_date", "price_note", "market", "repeat",
-           "instance_id", "benchmark_s", "benchmark_usd")
+           "instance_id", "benchmark_s", "benchmark_usd", "achieved_tflops", "mfu", "stopped_by", "target_ci_pct",
+           "ci_pct")
 
 
 def _cell(value: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.mfu import mfu_sentence
+from app.core.target_ci import stop_text
 from app.reports.wording import short_model
 
 
@@ -31,3 +32,14 @@ def mfu_sentences(rows: list[dict[str, Any]]) -> list[str]:
         if not any(label in best for label in labels):
             sentences.append(f"MFU N/A on {', '.join(labels)}: {reason}.")
     return sentences
+
+
+def stop_sentences(rows: list[dict[str, Any]]) -> list[str]:
+    """``R1 (trn1.2xlarge) stopped ±2 % reached (±1.9 %)``: runs measured with --target-ci, one line a row."""
+    out = []
+    for row in rows:
+        text = stop_text(row, row["workload"] == "train")
+        if text:
+            size = "" if row["workload"] == "train" else f" batch {row['batch_size']}"
+            out.append(f"{row.get('ref') or row['run_id']} ({row['label']}){size} stopped {text}.")
+    return out

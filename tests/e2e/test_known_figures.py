@@ -10,6 +10,7 @@ import pytest
 
 from remote_agent.protocol import TARGET_CI_MIN_STEPS, iter_events
 from remote_agent.stopping import TrainingStop
+from tests.e2e.test_cluster_runs import nodes  # noqa: F401  (the two-node fixture: sshd on 127.0.0.1 and .2)
 from tests.helpers import tiny_model_flags
 
 pytestmark = pytest.mark.slow
@@ -90,6 +91,18 @@ def test_two_processes_leave_the_loop_at_the_same_step(run_cli, tmp_path):
     result = out.json()[0]
     assert result["status"] == "ok" and result["train"]["world_size"] == 2
     check_training_stop(result, events_of(path), 30.0, 400, 5)
+
+
+def test_node_0_decides_and_both_nodes_stop_at_its_step(run_cli, ssh_env, nodes, tmp_path):  # noqa: F811
+    path = tmp_path / "events.jsonl"
+    out = run_cli("run", "--nodes", "node-a,node-b", "--workload", "train", "--backend", "cpu", *tiny_model_flags(),
+                  "--batch-size", "4", "--workers", "0", "--steps", "300", "--warmup", "3", "--target-ci", "30",
+                  "--accept-new-host-key", "--events", str(path), "--json", env=ssh_env, timeout=400)
+    assert out.code == 0, out.stderr
+    [result] = out.json()
+    assert result["status"] == "ok" and result["train"]["nodes"] == 2
+    assert all(node["status"] == "ok" for node in result["nodes"])  # node 1 left cleanly, at node 0's step
+    check_training_stop(result, [e for e in events_of(path) if e.get("node", 0) == 0], 30.0, 300, 3)
 
 
 def test_inference_stops_each_batch_size_once_its_throughput_is_known(run_cli, tmp_path):
