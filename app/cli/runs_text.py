@@ -6,6 +6,7 @@ from typing import Any
 
 from app.core.compare import WORK
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
+from app.core.mfu import mfu_text
 from app.core.runrecord import StoredRun, fingerprint
 
 
@@ -99,10 +100,12 @@ def instance_cell(row: dict[str, Any]) -> str:
 
 
 def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
-    rows = [("RUN", "HOST", "INSTANCE", "BATCH", "THROUGHPUT", "P99 ms", "$/h", "$ PER 1M", "SPEEDUP", "PRICE-PERF")]
+    rows = [("RUN", "HOST", "INSTANCE", "BATCH", "THROUGHPUT", "MFU", "P99 ms", "$/h", "$ PER 1M", "SPEEDUP",
+             "PRICE-PERF")]
     for row in doc["rows"]:
         rows.append((row["run_id"], row["host"], instance_cell(row), str(row["batch_size"]),
-                     f"{num(row['throughput'])} {row['unit']}", num(row["latency_p99_ms"], ".3g"),
+                     f"{num(row['throughput'])} {row['unit']}", mfu_text(row.get("mfu")),
+                     num(row["latency_p99_ms"], ".3g"),
                      num(row["usd_per_hour"]), num(row["usd_per_1m"]),
                      num(row["speedup_vs_baseline"], ".2f") + ("×" if row["speedup_vs_baseline"] else ""),
                      num(row["price_performance_vs_baseline"], ".2f")

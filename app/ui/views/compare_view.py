@@ -43,8 +43,8 @@ from app.ui.views.export import ExportButtons, ReportExporter
 from app.ui.widgets.charts import new_plot, nice_ceiling, restyle, style_layout
 from app.ui.widgets.status_line import StatusLine
 
-COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "p50 ms", "p99 ms", "$/h", "Price source",
-           "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference", "MFU")
+COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "MFU", "p50 ms", "p99 ms", "$/h",
+           "Price source", "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference")
 COLUMN_TIPS = {
     "Run": "the stored run", "Host": "instance type (host name where two hosts share one)",
     "Workload": "training or inference", "Batch": "batch size (per process for training)",
@@ -320,11 +320,11 @@ class CompareView(QWidget):
             cells = [
                 row["run_id"], host_cell(row), WORKLOADS.get(row["workload"], row["workload"] or ""),
                 str(row["batch_size"]), f"{figure(row['throughput'])} {row['unit']}",
-                f"{figure(ci[0])} – {figure(ci[1])}" if ci else "—",
+                f"{figure(ci[0])} – {figure(ci[1])}" if ci else "—", mfu_text(row.get("mfu")),
                 _ms(row["latency_p50_ms"]), p99, usd(row["usd_per_hour"]),
                 f"{row['price_source']} ({row['price_date']})" if row["price_source"] else (row["price_note"] or "N/A"),
                 usd(row["usd_per_1m"]), _ratio(row["price_performance_vs_baseline"]),
-                _ratio(row["speedup_vs_baseline"]), difference(group), mfu_text(row.get("mfu")),
+                _ratio(row["speedup_vs_baseline"]), difference(group),
             ]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
