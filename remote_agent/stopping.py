@@ -100,8 +100,9 @@ class TrainingStop:
         elif i > self.warmup:
             bisect.insort(self.window, dt_s)
         interval = median_interval(self.window)
-        self.ci_pct = None if interval is None else relative_half_width(
-            statistics.median(self.window), interval[0], interval[1])
+        n = len(self.window)
+        median = (self.window[(n - 1) // 2] + self.window[n // 2]) / 2.0 if n else 0.0  # the window is sorted
+        self.ci_pct = None if interval is None else relative_half_width(median, interval[0], interval[1])
         if self.target_pct and len(self.window) >= self.floor and self.ci_pct is not None \
                 and self.ci_pct <= self.target_pct:
             self.stopped_by = "target_ci"
