@@ -123,3 +123,15 @@ def test_inference_stops_each_batch_size_once_its_throughput_is_known(run_cli, t
         assert row["mfu_basis"]["missing"] == "no known peak for a CPU"
     windows = [e for e in events_of(path) if e["type"] == "latency"]
     assert any("ci_pct" in w for w in windows)  # the interval as it shrinks, for the live view
+
+
+@pytest.mark.parametrize(("flags", "sentence"), [
+    (["--steps", "20", "--warmup", "5", "--target-ci", "2"],
+     "neuronbench: error: --target-ci 2: --steps (20) leaves 15 after --warmup (5), and a stop rests on at least 30 "
+     "steady steps; raise steps, the most it may run"),
+    (["--target-ci", "-1"],
+     "neuronbench: error: --target-ci must be a percentage above 0 and at most 50 (e.g. 2 for ±2 %), not -1.0"),
+])
+def test_a_target_that_cannot_work_is_refused_in_one_sentence(run_cli, flags, sentence):
+    out = run_cli(*TRAIN, "--backend", "cpu", *flags)
+    assert out.code != 0 and out.stderr.strip() == sentence
