@@ -158,6 +158,10 @@ TELEMETRY_PERIOD_S = 1.0
 TELEMETRY_MIN_PERIOD_S = 0.2
 TELEMETRY_MAX_PERIOD_S = 60.0
 MAX_SEQ_LEN = 1 << 20
+# --target-ci: the fewest steady training steps a stop may rest on (a median of fewer is not one to trust),
+# and the loosest target that still means something.
+TARGET_CI_MIN_STEPS = 30
+TARGET_CI_MAX_PCT = 50.0
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _MODEL_ARG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # A DNS name, IPv4 or IPv6 address (no spaces, no shell or URL syntax): torchrun's --master_addr.
@@ -213,6 +217,11 @@ class RunSpec:
         "inference: measure at least this many seconds per batch size", "--duration"))
     min_iters: int = field(default=100, metadata=_help(
         "inference: measure at least this many requests per batch size (p99 needs 100)", "--min-iters"))
+    target_ci: Optional[float] = field(default=None, metadata=_help(
+        "stop once the 95%% interval is within ±PCT %% (training: of the median step time, after at least "
+        "%d steady steps, --steps the cap; inference: of each batch size's throughput, after --min-iters "
+        "requests, --duration the cap); 0 or unset: measure the fixed --steps / --duration" % TARGET_CI_MIN_STEPS,
+        "--target-ci"))
     precision: str = field(default="fp32", metadata=_help(
         "fp32, or bf16 by casting the model (XLA_USE_BF16 is deprecated)", "--precision"))
     nproc: int = field(default=1, metadata=_help(
@@ -301,6 +310,7 @@ class RunSpec:
              "duration must be a positive number of seconds, not %r" % (self.duration,))
         need(is_int(self.min_iters) and self.min_iters > 0, "min_iters",
              "min_iters must be a positive integer, not %r" % (self.min_iters,))
+        _check_target_ci(self)
         need(is_int(self.nproc) and 1 <= self.nproc <= 256, "nproc",
              "nproc must be between 1 and 256, not %r" % (self.nproc,))
         need(self.workers is None or (is_int(self.workers) and 0 <= self.workers <= 64), "workers",
@@ -423,6 +433,21 @@ def parse_run_request(data: Any) -> Tuple[RunSpec, Optional[NodePlacement]]:
             raise SpecError("nnodes", "the node placement says %d nodes, the spec %d" % (node.nnodes, spec.nnodes))
         return spec, node
     return RunSpec.from_dict(data), None
+
+
+def _check_target_ci(spec: RunSpec) -> None:
+    """--target-ci: off (None or 0), or a percentage the steps left after warm-up can reach."""
+    pct = spec.target_ci
+    if pct is None or (pct == 0 and not isinstance(pct, bool)):
+        return
+    if isinstance(pct, bool) or not isinstance(pct, (int, float)) or not math.isfinite(pct) \
+            or not 0 < pct <= TARGET_CI_MAX_PCT:
+        raise SpecError("target_ci", "target_ci must be a percentage above 0 and at most %g (e.g. 2 for ±2 %%), "
+                                     "not %r" % (TARGET_CI_MAX_PCT, pct))
+    if spec.workload == "train" and spec.steps - spec.warmup < TARGET_CI_MIN_STEPS:
+        raise SpecError("target_ci", "target_ci %g: steps (%d) leaves %d after warmup (%d), and a stop rests on at "
+                                     "least %d steady steps; raise steps, the most it may run"
+                        % (pct, spec.steps, spec.steps - spec.warmup, spec.warmup, TARGET_CI_MIN_STEPS))
 
 
 def check_telemetry_period(period: Any, allow_off: bool = False) -> Optional[str]:

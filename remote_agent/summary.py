@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from remote_agent.stats import describe, tukey_outliers
+from remote_agent.stopping import median_ci_pct
 
 RESULT_SCHEMA = "neuronbench.result/1"
 
@@ -62,14 +63,37 @@ def summarize_train(steps: List[Dict[str, Any]], warmup: int, worker: Dict[str, 
         if throughput is not None and worker.get("tokens_per_sample") else None,
         # The first step's loss against the eager model on CPU in fp32 (null: --no-check).
         "check": worker.get("check"),
+        # Why the loop ended (target_ci: the figure was known; steps: the cap) and the median's interval reached.
+        **stopping_fields(worker.get("stopping"), median_ci_pct(times) if times else None),
+        # FLOPs of one sample's forward + backward and what the run achieved (MFU is the app's: it has the peaks).
+        **flops_fields(worker.get("flops"), throughput),
     }
+
+
+def stopping_fields(stopping: Optional[Dict[str, Any]], ci_pct: Optional[float]) -> Dict[str, Any]:
+    stopping = stopping or {}
+    return {"stopped_by": stopping.get("stopped_by"), "target_ci_pct": stopping.get("target_ci_pct"),
+            "ci_pct": ci_pct}
+
+
+def flops_fields(flops: Optional[Dict[str, Any]], samples_per_s: Optional[float]) -> Dict[str, Any]:
+    """``flops_per_sample``, how it was counted, and ``achieved_tflops`` = FLOPs x samples/s."""
+    flops = flops or {}
+    per_sample = flops.get("flops_per_sample")
+    return {"flops_per_sample": per_sample, "flops_counted_on": flops.get("counted_on"),
+            "matmul_dtype": flops.get("matmul_dtype"),
+            "achieved_tflops": per_sample * samples_per_s / 1e12 if per_sample and samples_per_s else None}
 
 
 def summarize_infer(size: Dict[str, Any]) -> Dict[str, Any]:
     """One ``infer`` row from the summary of a worker of one batch size (and sequence length)."""
     keys = ("batch_size", "seq_len", "samples_per_request", "compile_s", "iterations", "wall_s", "latency_ms",
             "throughput_per_s", "tokens_per_s", "p99_reliable", "check")
-    return {key: size.get(key) for key in keys}
+    row = {key: size.get(key) for key in keys}
+    stopping = size.get("stopping") or {}
+    row.update(stopping_fields(stopping, stopping.get("ci_pct")))
+    row.update(flops_fields(size.get("flops"), size.get("throughput_per_s")))
+    return row
 
 
 def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, Any]], status: str,

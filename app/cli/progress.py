@@ -10,6 +10,7 @@ from app.core.model_text import where_text
 from app.core.numbers import figure
 from app.core.progress import ProgressTracker
 from app.core.quoting import clean
+from app.core.target_ci import interval_text
 
 BAR_WIDTH = 28
 LINE_LIMIT = 1000  # characters of one progress line: a host's log line or error message is cut there
@@ -121,13 +122,15 @@ class ProgressPrinter:
         throughput = self.tracker.steady.throughput
         if throughput is not None:
             speed += f"  {figure(throughput)} samples/s"
+        speed += interval_text(event.get("ci_pct"), getattr(self.spec, "target_ci", None), "  ")
         self._progress(self.tracker.fraction,
                        f"{event['i']}/{self.spec.steps} steps  {speed}  {_eta(self.tracker.eta_s)}")
 
     def _on_latency(self, event: dict[str, Any]) -> None:
         shape = where_text(event["batch_size"], event.get("seq_len"))
         self._progress(self.tracker.fraction, f"{shape}: p50 {event['p50_ms']:.2f} ms, "
-                       f"p99 {event['p99_ms']:.2f} ms over {event['count']} requests")
+                       f"p99 {event['p99_ms']:.2f} ms over {event['count']} requests"
+                       + interval_text(event.get("ci_pct"), getattr(self.spec, "target_ci", None), ", "))
 
     def _on_log(self, event: dict[str, Any]) -> None:
         if event.get("level") in ("warning", "error"):

@@ -67,6 +67,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, metavar="N", help=_HELP["warmup"])
     p.add_argument("--duration", type=float, metavar="S", help=_HELP["duration"])
     p.add_argument("--min-iters", type=int, metavar="N", help=_HELP["min_iters"])
+    p.add_argument("--target-ci", type=float, metavar="PCT", help=_HELP["target_ci"])
     p.add_argument("--precision", choices=PRECISIONS, help=_HELP["precision"])
     p.add_argument("--nproc", type=int, metavar="N", help=_HELP["nproc"])
     p.add_argument("--workers", type=int, metavar="N", help=_HELP["workers"])
@@ -130,7 +131,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     spec = build_spec(start, workload=workload, model_args=model_args, backend=args.backend,
                       batch_sizes=batch_sizes, steps=args.steps, warmup=args.warmup, duration=args.duration,
                       min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers,
-                      data=args.data,
+                      data=args.data, target_ci=args.target_ci,
                       neuron_cc_flags=args.neuron_cc_flags, compile_cache=args.compile_cache,
                       stochastic_rounding=args.stochastic_rounding,
                       telemetry_period=args.telemetry_period, task=args.task, seq_lens=seq_lens, check=args.check)

@@ -7,6 +7,7 @@ from typing import Any
 from app.cli.job_text import format_job
 from app.core.compare import WORK
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
+from app.core.mfu import mfu_text
 from app.core.model_text import check_mark_of
 from app.core.quoting import clean, clean_block
 from app.core.runrecord import StoredRun, fingerprint
@@ -114,7 +115,7 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
     seq = any(row.get("seq_len") is not None for row in doc["rows"])
     tokens = any(row.get("tokens_per_s") for row in doc["rows"])
     checked = any(row.get("check_agrees") is not None or row.get("check_finite") is not None for row in doc["rows"])
-    rows = [("RUN", "HOST", "INSTANCE", "BATCH", *(("SEQ",) if seq else ()), "THROUGHPUT",
+    rows = [("RUN", "HOST", "INSTANCE", "BATCH", *(("SEQ",) if seq else ()), "THROUGHPUT", "MFU",
              *(("TOKENS/s",) if tokens else ()), "P99 ms", "$/h", "$ PER 1M", *(("$ PER 1M TOKENS",) if tokens else ()),
              "SPEEDUP", "PRICE-PERF", *(("CHECK",) if checked else ()))]
     for row in doc["rows"]:
@@ -122,7 +123,8 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
                              row.get("check_agrees") is not None or row.get("check_finite") is not None)
         rows.append((row["run_id"], row["host"], instance_cell(row), str(row["batch_size"]),
                      *((num(row.get("seq_len"), "d"),) if seq else ()),
-                     f"{num(row['throughput'])} {row['unit']}", *((num(row.get("tokens_per_s")),) if tokens else ()),
+                     f"{num(row['throughput'])} {row['unit']}", mfu_text(row.get("mfu")),
+                     *((num(row.get("tokens_per_s")),) if tokens else ()),
                      num(row["latency_p99_ms"], ".3g"), num(row["usd_per_hour"]), num(row["usd_per_1m"]),
                      *((num(row.get("usd_per_1m_tokens")),) if tokens else ()),
                      num(row["speedup_vs_baseline"], ".2f") + ("×" if row["speedup_vs_baseline"] else ""),

@@ -5,9 +5,12 @@ from typing import Any
 
 from app.cli.monitor_view import size_text
 from app.core.ec2_cost import format_minutes, format_usd
+from app.core.mfu import mfu_text
 from app.core.model_text import check_mark, format_check, format_model
+from app.core.numbers import figure
 from app.core.quoting import clean_block
 from app.core.specs import spec_summary
+from app.core.target_ci import stop_text
 
 GIB = 1024 ** 3
 
@@ -75,8 +78,10 @@ def format_result(result: dict[str, Any]) -> str:
             f"(95% CI {_num(ci[0], '.4f')}–{_num(ci[1], '.4f')}), p90 {_num(step.get('p90'), '.4f')}, "
             f"mean {_num(step.get('mean'), '.4f')} ± {_num(step.get('stdev'), '.4f')}",
             f"  measured    {train.get('steps_measured')} of {train.get('steps_total')} steps"
-            + (f" (steps {window[0]}–{window[1]})" if window else ""),
+            + (f" (steps {window[0]}–{window[1]})" if window else "")
+            + (f"; stopped {stop_text(train, True)}" if stop_text(train, True) else ""),
         ]
+        lines += format_compute(train, "forward + backward")
         if train.get("data"):
             lines.append(f"  data        {format_data(train['data'])}")
         if compile_.get("steps"):
@@ -132,6 +137,13 @@ def format_infer_table(infer: list[dict[str, Any]]) -> list[str]:
                      f"{_num(lat.get('mean'), '.2f'):>8} {_num(row.get('throughput_per_s'), '.1f'):>10}"
                      + (f" {_num(row.get('tokens_per_s'), ',.0f'):>11}" if tokens else "")
                      + (f"  {check_mark(row.get('check'))}" if checked else ""))
+    for row in infer:
+        stop = stop_text(row, False)
+        compute = format_compute(row, "forward")
+        if stop or compute:
+            lines.append(f"  batch {row.get('batch_size')}" + (f" seq {row['seq_len']}" if row.get("seq_len") else "")
+                         + (f": stopped {stop}, {row.get('iterations')} requests" if stop else ":"))
+            lines += ["  " + line for line in compute]
     if any(not row.get("p99_reliable", True) for row in infer):
         lines.append("  * p99 from fewer than 100 requests: rough")
     if checked:
@@ -140,6 +152,26 @@ def format_infer_table(infer: list[dict[str, Any]]) -> list[str]:
                                  + (f" seq {row['seq_len']}" if row.get("seq_len") is not None else "")
                                  + f" {format_check(row['check'], brief=True)}" for row in infer if row.get("check")))
     return lines
+
+
+def format_compute(part: dict[str, Any], what: str) -> list[str]:
+    """``compute     105.2 GFLOP a sample (forward + backward) · 56.73 TFLOP/s · MFU 5.7% of ...``."""
+    per_sample = part.get("flops_per_sample")
+    if not per_sample and "mfu" not in part:
+        return []  # a Result from before FLOPs were counted
+    basis = part.get("mfu_basis") or {}
+    achieved = basis.get("achieved_tflops", part.get("achieved_tflops"))
+    text = (f"  compute     {figure(per_sample / 1e9 if per_sample else None)} GFLOP a sample ({what}) · "
+            f"{figure(achieved)} TFLOP/s")
+    if part.get("mfu") is not None:
+        devices = basis.get("devices") or 1
+        text += (f" · MFU {mfu_text(part['mfu'])} of {devices} × {basis.get('device')} {basis.get('dtype')} peak "
+                 f"({figure(basis.get('peak_tflops_per_device'))} TFLOP/s each, dense)")
+    else:
+        text += f" · MFU N/A: {basis.get('missing') or 'not computed'}"
+    if basis.get("monitor_tflops") is not None:
+        text += f" · neuron-monitor's own count {figure(basis['monitor_tflops'])} TFLOP/s"
+    return [text]
 
 
 def format_node(node: dict[str, Any]) -> str:

@@ -97,7 +97,7 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
                  "throughput": train.get("throughput_samples_per_s"),
                  "tokens_per_s": train.get("throughput_tokens_per_s"), "latency_p50_ms": None,
                  "latency_p99_ms": None, "p99_reliable": None, "compile_s": compile_.get("seconds"),
-                 "steps_ci95": steps_interval(train), **check_figures(train.get("check"))}]
+                 "steps_ci95": steps_interval(train), **check_figures(train.get("check")), **_efficiency(train)}]
     rows = []
     for row in result.get("infer") or []:
         latency = row.get("latency_ms") or {}
@@ -105,8 +105,18 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
                      "throughput": row.get("throughput_per_s"), "tokens_per_s": row.get("tokens_per_s"),
                      "latency_p50_ms": latency.get("p50"), "latency_p99_ms": latency.get("p99"),
                      "p99_reliable": row.get("p99_reliable"), "compile_s": row.get("compile_s"),
-                     **check_figures(row.get("check"))})
+                     **check_figures(row.get("check")), **_efficiency(row)})
     return rows
+
+
+def _efficiency(part: dict[str, Any]) -> dict[str, Any]:
+    """Achieved TFLOP/s and MFU (app.core.mfu fills them in; None with ``mfu_missing`` saying why), how it stopped."""
+    basis = part.get("mfu_basis") or {}
+    return {"achieved_tflops": basis.get("achieved_tflops", part.get("achieved_tflops")), "mfu": part.get("mfu"),
+            "mfu_dtype": basis.get("dtype"), "mfu_missing": basis.get("missing"), "mfu_basis": basis or None,
+            # --target-ci: why the measurement ended, and the interval it ended on.
+            "stopped_by": part.get("stopped_by"), "target_ci_pct": part.get("target_ci_pct"),
+            "ci_pct": part.get("ci_pct")}
 
 
 def steps_interval(train: dict[str, Any]) -> list[float] | None:
@@ -334,6 +344,8 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
             # A lone run's interval comes from its own steps; two or more runs' from the runs.
             "scaling_ci95": ci if ci is not None else (members[0].get("steps_ci95") if len(members) == 1 else None),
             "benchmark_usd": _median([r["benchmark_usd"] for r in members if r["benchmark_usd"] is not None]),
+            "mfu": _median([r["mfu"] for r in members if r.get("mfu") is not None]),
+            "mfu_missing": members[0].get("mfu_missing"),
         })
 
     def same_measure(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.core.errors import BadSpecError
+from app.core.target_ci import spec_target
 from remote_agent.capacity import nproc_problem
 from remote_agent.protocol import RunSpec, SpecError
 
@@ -92,8 +93,8 @@ def spec_summary(spec: RunSpec | Mapping[str, Any]) -> str:
     """One line naming what runs: ``train vit_tiny_patch16_224 · batch 8 · 30 steps · cpu``."""
     data = spec.to_dict() if isinstance(spec, RunSpec) else dict(spec)
     sizes = ",".join(str(b) for b in data.get("batch_sizes", []))
-    work = (f"{data.get('steps')} steps" if data.get("workload") == "train"
-            else f"≥{data.get('min_iters')} requests and ≥{data.get('duration')} s per size")
+    work = spec_target(data) or (f"{data.get('steps')} steps" if data.get("workload") == "train"
+                                 else f"≥{data.get('min_iters')} requests and ≥{data.get('duration')} s per size")
     procs = f" × {data['nproc']} processes" if data.get("nproc", 1) > 1 else ""
     lengths = data.get("seq_lens") or []
     if lengths:

@@ -8,11 +8,13 @@ from typing import Any
 
 from app.core.compare import WORK
 from app.core.cost import type_from_label
+from app.core.mfu import mfu_text
 from app.core.model_text import check_mark_of
 from app.core.numbers import NA, usd
 from app.reports import svg
 from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summary, Table
 from app.reports.cost_sections import cost_details
+from app.reports.efficiency import mfu_sentences, stop_sentences
 from app.reports.job_section import job_section
 from app.reports.scaling_section import scaling_section
 from app.reports.wording import colours_of, join_values, measure_title, measures, num, short_model, times
@@ -47,16 +49,20 @@ def _results(doc: dict[str, Any]) -> list[Block]:
                          usd(r["usd_per_hour"]), usd(r["usd_per_1m"]),
                          *((usd(r.get("usd_per_1m_tokens")),) if tokens else ()),
                          times(r["speedup_vs_baseline"]), times(r["price_performance_vs_baseline"]),
-                         *((mark,) if checked else ())))
+                         mfu_text(r.get("mfu")), *((mark,) if checked else ())))
         unit = UNIT_LABEL[workload]
         header = ("Host", "Run", "Batch", *(("Seq",) if seq else ()), "Throughput",
                   *(("Tokens/s",) if tokens else ()), *(() if train else ("p50 ms", "p99 ms")), "$/h",
-                  "$ per 1M", *(("$ per 1M tokens",) if tokens else ()), "Speed", "Work per $",
+                  "$ per 1M", *(("$ per 1M tokens",) if tokens else ()), "Speed", "Work per $", "MFU",
                   *(("Check",) if checked else ()))
         blocks.append(Table(header, tuple(rows), (False, False) + (True,) * (len(header) - 2 - checked)
                             + ((False,) if checked else ()),
                             caption=f"{measure_title(workload, model)} · throughput in {unit}, "
                                     f"cost per 1M {WORK[workload]}" + (" and per 1M tokens" if tokens else "")))
+        blocks += [Paragraph(s) for s in mfu_sentences(members)]
+        stops = stop_sentences(members)
+        if stops:
+            blocks.append(Bullets(tuple(stops)))
         repeated = [g for g in doc["groups"] if g["n"] >= 2 and (g["workload"], g["model"]) == (workload, model)]
         if repeated:
             grows = []
@@ -208,6 +214,17 @@ def _methodology(doc: dict[str, Any]) -> list[Block]:
     items.append("Cost: usd_per_1m = usd_per_hour / 3600 / throughput × 1e6 (the formula of AWS's Neuron "
                  "benchmark tables); work per dollar = throughput × 3600 / usd_per_hour. Prices are looked up when "
                  "the report is made; a missing price is N/A, never 0.")
+    if any(r.get("target_ci_pct") for r in doc["rows"]):
+        items.append("Runs with a target (--target-ci PCT) measured until the 95% interval was within ±PCT %: "
+                     "training, of the median steady step time (order-statistic interval, at least 30 steady steps, "
+                     "--steps the cap); inference, of each batch size's throughput (batch means over 10 groups of "
+                     "requests, at least --min-iters requests, --duration the cap). Why each stopped is listed "
+                     "under its results.")
+    items.append("MFU (model FLOPs utilisation) = FLOPs per sample × samples/s ÷ the dense peak of the devices "
+                 "the run used, for the dtype its matmuls ran in. FLOPs are counted once per run by PyTorch's own "
+                 "counter (torch.utils.flop_counter: matmuls, convolutions, attention) on the real input shapes: "
+                 "forward + backward for training, forward for inference. Peaks: resources/peaks (vendor dense "
+                 "figures, sourced and dated); no peak is known for a CPU, so its MFU is N/A.")
     items.append("Outliers are never dropped: steps beyond 3 interquartile ranges are kept and named in the "
                  "run's warnings below.")
     blocks.append(Bullets(tuple(items)))

@@ -16,9 +16,11 @@ from typing import Any
 
 from app.core.cost import TYPE_FROM_PROFILE, apply_cost
 from app.core.errors import ConnectError, NeuronBenchError
+from app.core.mfu import apply_mfu
 from app.core.pricebook import PriceBook
 from app.core.results import failed_result
 from app.paths import AppPaths
+from app.services.peaks import load_peak_table
 from app.services.pricing import load_pricebook
 from app.services.session import RunSession
 from app.services.store import RunStore
@@ -105,6 +107,7 @@ class RunRecorder:
         if self.book is not None:
             apply_cost(result, self.book, self.declared_type, self.declared_region, declared_from=self.declared_from,
                        wall=(self.first_t, self.last_t))
+        with_mfu(result)
         try:
             self.store.finish_run(self.run_id, result)
         except (sqlite3.Error, OSError) as exc:
@@ -122,6 +125,14 @@ class RunRecorder:
             self.store.abandon_run(self.run_id)
         except (sqlite3.Error, OSError) as exc:
             self._report(exc)
+
+
+def with_mfu(result: dict[str, Any]) -> dict[str, Any]:
+    """The Result with its MFU filled in from the shipped peak table (left as it is if the table is damaged)."""
+    try:
+        return apply_mfu(result, load_peak_table())
+    except NeuronBenchError:
+        return result
 
 
 def open_recording(paths: AppPaths, warn: Callable[[str], None]) -> tuple[RunStore, PriceBook | None]:

@@ -28,6 +28,7 @@ from app.core.pricebook import PriceBook
 from app.core.runrecord import StoredRun
 from app.reports import FORMATS
 from app.reports.model import RunMaterial, build_report
+from app.services.recorder import with_mfu
 from app.services.store import RunStore
 
 SUFFIXES = {fmt: f".{fmt}" for fmt in FORMATS}
@@ -64,6 +65,9 @@ def compare_stored(store: RunStore, book: PriceBook, refs: Sequence[str],
     # A job tells a cold compile from a warm one by the compiler's lines in each run's log.
     states = {run.run_id: cache_state_of_events(store.events(run.run_id, types=("log",)))["state"]
               for run in runs} if options.job else None
+    for run in runs:  # MFU against the current peak table, as prices come from the current price book
+        if run.result:
+            with_mfu(run.result)
     try:
         doc = compare_runs(runs, book, options, states)
     except CompareError as exc:

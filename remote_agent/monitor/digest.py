@@ -35,6 +35,8 @@ class TelemetryDigest:
         self._order = []  # type: List[DeviceKey]
         # Per sample: (mid-time of the period it covers, {device: util}, host cpu, workload cpu).
         self._series = []  # type: List[Tuple[float, Dict[DeviceKey, float], Optional[float], Optional[float]]]
+        # Per sample: {device: FLOP/s} where the tool counts them (neuron-monitor's flops / effective_flops).
+        self._flops = []  # type: List[Dict[DeviceKey, float]]
         self._mem_peak = {}  # type: Dict[DeviceKey, Optional[int]]
         self._mem_total = {}  # type: Dict[DeviceKey, Optional[int]]
         self._util_missing = {}  # type: Dict[DeviceKey, str]
@@ -47,6 +49,7 @@ class TelemetryDigest:
         """Take one sample (the ``sample`` event's payload, stamped ``t``)."""
         self.count += 1
         utils = {}  # type: Dict[DeviceKey, float]
+        flops = {}  # type: Dict[DeviceKey, float]
         mems = []  # type: List[Any]
         for device in sample.get("devices") or []:
             key = (str(device.get("kind")), int(device.get("index", 0)))
@@ -59,6 +62,9 @@ class TelemetryDigest:
             else:
                 reason = (sample.get("missing") or {}).get("devices.%d.util_pct" % key[1])
                 self._util_missing[key] = reason or (sample.get("missing") or {}).get("devices", "not read")
+            rate = device.get("flops")
+            if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+                flops[key] = float(rate)
             self._mem_peak[key] = _max(self._mem_peak[key], device.get("mem_used"))
             self._mem_total[key] = _max(self._mem_total.get(key), device.get("mem_total"))
             mems.append(device.get("mem_used"))
@@ -72,12 +78,14 @@ class TelemetryDigest:
         period = sample.get("period_s") or self.period_s
         # A sample describes the period before it: it counts for a window when that period's middle lies inside.
         self._series.append((t - period / 2.0, utils, host.get("cpu_pct"), process.get("cpu_pct")))
+        self._flops.append(flops)
 
     def _measure(self, windows: List[Window], missing: Dict[str, str]) -> Optional[Dict[str, Any]]:
         if not windows:
             missing["measure"] = "the run reached no measure phase"
             return None
-        inside = [s for s in self._series if any(start <= s[0] <= end for start, end in windows)]
+        chosen = [n for n, s in enumerate(self._series) if any(start <= s[0] <= end for start, end in windows)]
+        inside = [self._series[n] for n in chosen]
         seconds = sum(end - start for start, end in windows)
         if not inside:
             missing["measure"] = ("no sample covers the measure phase (%.2f s in all, sampled every %g s): "
@@ -89,8 +97,12 @@ class TelemetryDigest:
             values = [s[1][key] for s in inside if key in s[1]]
             if not values:
                 missing["measure.devices.%d.util_pct" % key[1]] = self._util_missing.get(key, "not read")
-            devices.append({"index": key[1], "kind": key[0], "util_mean_pct": _mean(values),
-                            "util_p95_pct": percentile(values, 95), "samples": len(values)})
+            device = {"index": key[1], "kind": key[0], "util_mean_pct": _mean(values),
+                      "util_p95_pct": percentile(values, 95), "samples": len(values)}  # type: Dict[str, Any]
+            rates = [self._flops[n][key] for n in chosen if key in self._flops[n]]
+            if rates:  # the tool's own FLOP count (neuron-monitor), shown beside NeuronBench's
+                device["flops_mean"] = _mean(rates)
+            devices.append(device)
         host = [s[2] for s in inside if isinstance(s[2], (int, float))]
         process = [s[3] for s in inside if isinstance(s[3], (int, float))]
         return {"windows": len(windows), "seconds": seconds, "samples": len(inside), "devices": devices,

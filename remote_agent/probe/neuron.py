@@ -114,7 +114,9 @@ def parse_neuron_ls(text: str) -> Tuple[List[Dict[str, Any]], Optional[str]]:
         devices.append({"kind": "neuron", "index": position if index is None else index,
                         "cores": cores, "core_ids": [int(i) for i in core_ids or []],
                         "memory_bytes": _int(raw.get("memory_size")), "bdf": _bdf(raw.get("bdf")),
-                        "processes": _processes(raw.get("neuron_processes"))})
+                        "processes": _processes(raw.get("neuron_processes")),
+                        # Trn2/Trn3: physical cores per logical one (the MFU peak per core depends on it).
+                        "lnc": _int(raw.get("logical_neuroncore_config"))})
         if instance_type is None and isinstance(raw.get("instance_type"), str):
             instance_type = raw["instance_type"]
     return devices, instance_type

@@ -15,7 +15,9 @@ from typing import Any, Dict, List, Optional
 
 from remote_agent.eventlog import WorkerEvents
 from remote_agent.stats import latency_summary_ms, percentile
+from remote_agent.stopping import ThroughputStop
 from remote_agent.workloads import check as numerics
+from remote_agent.workloads.flops import count_flops, live_fields, matmul_dtype
 from remote_agent.workloads.sources import load_model
 from remote_agent.workloads.train import Phase
 from remote_agent.workloads.under_test import traceable
@@ -24,9 +26,12 @@ WINDOW_S = 0.5
 P99_MIN_REQUESTS = 100
 
 
-def _window_event(events: WorkerEvents, batch_size: int, seq_len: Optional[int], window: List[float]) -> None:
+def _window_event(events: WorkerEvents, batch_size: int, seq_len: Optional[int], window: List[float],
+                  ci_pct: Optional[float] = None) -> None:
     ms = [x * 1000.0 for x in window]
-    extra = {"seq_len": seq_len} if seq_len is not None else {}
+    extra: Dict[str, Any] = {"seq_len": seq_len} if seq_len is not None else {}
+    if ci_pct is not None:
+        extra["ci_pct"] = ci_pct  # the throughput's interval so far: the live view draws it shrink
     events.emit("latency", batch_size=batch_size, count=len(ms), p50_ms=percentile(ms, 50),
                 p90_ms=percentile(ms, 90), p99_ms=percentile(ms, 99), **extra)
 
@@ -49,6 +54,9 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     seq_len = mut.seq_len  # a text model's default length when none was asked for
     if seq_len is not None:
         where["seq_len"] = seq_len
+    # FLOPs of one request's forward at the traced batch, while the module is still fp32 on the host.
+    flops = count_flops(mut, batch_size, spec.seed, False, matmul_dtype(
+        spec.precision, backend.name, spec.neuron_cc_flags))
     reference = traceable(mut, copy.deepcopy(mut.module)) if spec.check else None
     dtype = torch.bfloat16 if spec.precision == "bf16" else torch.float32
     model = traceable(mut, mut.module.to(dtype=dtype)).eval()
@@ -58,7 +66,8 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     request = mut.make_batch(feed, spec.seed + 1, False).to("cpu", dtype).tensors()
     for note in mut.notes:
         events.emit("log", level="info", message=note)
-    events.emit("phase", name="setup", state="end", **where)
+    events.emit("phase", name="setup", state="end", backend=backend.name, devices=max(1, feed // batch_size),
+                **live_fields(flops), **where)
 
     phase.name = "compile"
     events.emit("phase", name="compile", state="start", **where)
@@ -94,6 +103,9 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     events.emit("phase", name="measure", state="start", **where)
     latencies: List[float] = []
     window: List[float] = []
+    # --target-ci: stop once the throughput is known (after --min-iters requests); --duration is then the cap.
+    rule = ThroughputStop(spec.target_ci, spec.min_iters)
+    duration_done_at: Optional[int] = None  # requests measured when --duration had passed
     clock = time.perf_counter
     begin = window_start = clock()
     while True:
@@ -102,20 +114,30 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         t1 = clock()
         latencies.append(t1 - t0)
         window.append(t1 - t0)
+        known = rule.add(t1 - t0)
         if t1 - window_start >= WINDOW_S:
-            _window_event(events, batch_size, seq_len, window)
+            _window_event(events, batch_size, seq_len, window, rule.ci_pct())
             window, window_start = [], t1
-        if len(latencies) >= spec.min_iters and t1 - begin >= spec.duration:
+        if duration_done_at is None and t1 - begin >= spec.duration:
+            duration_done_at = len(latencies)
+        if known or (len(latencies) >= spec.min_iters and duration_done_at is not None):
             break
     wall = clock() - begin
     if window:
-        _window_event(events, batch_size, seq_len, window)
+        _window_event(events, batch_size, seq_len, window, rule.ci_pct())
     events.emit("phase", name="measure", state="end", **where)
 
     if len(latencies) < P99_MIN_REQUESTS:
         warnings.append("p99 at batch %d comes from %d requests (fewer than %d): treat it as rough"
                         % (batch_size, len(latencies), P99_MIN_REQUESTS))
     throughput = len(latencies) * feed / wall
+    where_text = "batch %d%s" % (batch_size, "" if seq_len is None else ", sequence length %d" % seq_len)
+    capped_by = "min_iters" if duration_done_at is not None and duration_done_at < spec.min_iters else "duration"
+    stopping, missed = rule.outcome(capped_by, spec.duration, where_text)
+    if missed:
+        warnings.append(missed)
+    if flops.get("missing"):
+        warnings.append("%s: FLOPs per sample not counted, so no MFU: %s" % (where_text, flops["missing"]))
     tokens = mut.tokens_per_sample
     summary = {
         "batch_size": batch_size,
@@ -129,6 +151,9 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         "tokens_per_s": throughput * tokens if tokens else None,
         "p99_reliable": len(latencies) >= P99_MIN_REQUESTS,
         "check": check,
+        "stopping": stopping,
+        # The traced forward at batch_size, per sample: DataParallel's copies each run that same graph.
+        "flops": flops,
         "model": mut.describe(example_batch),
         "backend": backend.describe(),
         "warnings": warnings,

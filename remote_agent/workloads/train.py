@@ -18,9 +18,13 @@ import time
 from typing import Any, Dict, Optional
 
 from remote_agent.eventlog import WorkerEvents
+from remote_agent.protocol import TARGET_CI_MIN_STEPS
+from remote_agent.stopping import TrainingStop
 from remote_agent.workloads import check as numerics
 from remote_agent.workloads.data import describe_data, training_batches
+from remote_agent.workloads.flops import count_flops, live_fields, matmul_dtype
 from remote_agent.workloads.sources import load_model
+from remote_agent.workloads.stop_signal import StopAgreement
 
 
 class Phase:
@@ -62,9 +66,17 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
                     joined=rank)
     mut = load_model(spec, spec.batch_size, spec.seq_len, workdir)
     mut.module.train()
+    # The device first: autograd sizes its per-device queues at the first backward, and the FLOP count's
+    # backward (on the meta device) must not run before torch-xla's device exists (XLA's backward then fails).
+    device = backend.device(local_rank)
+    # FLOPs of one step's forward + backward, counted while the module is still on the host (rank 0 only).
+    flops = count_flops(mut, spec.batch_size, spec.seed, True, matmul_dtype(
+        spec.precision, backend.name, spec.neuron_cc_flags)) if lead else None
+    # --target-ci: rank 0 decides (it times the steps); every rank leaves the loop at its step.
+    stop_rule = TrainingStop(spec.target_ci, spec.warmup) if lead else None
+    agree = StopAgreement(world, bool(spec.target_ci))
     # The check's reference: the same initial weights, eager, on the host's CPU in fp32 (rank 0 only).
     reference = copy.deepcopy(mut.module) if spec.check and lead else None
-    device = backend.device(local_rank)
     dtype = torch.bfloat16 if spec.precision == "bf16" else torch.float32
     model = mut.module.to(device=device, dtype=dtype)
     model = backend.wrap_for_training(model, local_rank, world)
@@ -87,7 +99,8 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         events.emit("log", level="info", message="%s %s: %s, %d parameters, inputs %s, batch %d x %d process(es), "
                     "%s" % (backend.name, spec.model, model_block.get("class"), model_block.get("parameters", 0),
                             _describe_inputs(first), spec.batch_size, world, describe_data(data)))
-        events.emit("phase", name="setup", state="end")
+        # What the live view needs for MFU as the steps come: the FLOPs of a sample and the matmuls' dtype.
+        events.emit("phase", name="setup", state="end", backend=backend.name, devices=world, **live_fields(flops))
         events.emit("phase", name="warmup" if spec.warmup else "measure", state="start")
 
     compile_before = backend.compile_stats()
@@ -120,12 +133,15 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
                 loss_check["tolerance"] = max(loss_check["tolerance"], numerics.TOLERANCE["bf16"])
                 loss_check["agrees"] = bool(loss_check["finite"] and loss_check["max_rel_err"] is not None
                                             and loss_check["max_rel_err"] <= loss_check["tolerance"])
+        stop = stop_rule.add(i, dt, compiled) if stop_rule is not None else False
         if lead:
             if compiled:
                 # The compile happened inside this step: show it on the run's timeline.
                 events.emit("phase", t=t_start, name="compile", state="start")
                 events.emit("phase", name="compile", state="end")
             extra = {"tokens": global_batch * tokens_per_sample} if tokens_per_sample else {}
+            if stop_rule is not None and stop_rule.ci_pct is not None:
+                extra["ci_pct"] = stop_rule.ci_pct  # the median's interval so far: the live view draws it shrink
             events.emit("step", i=i, dt_s=dt, samples=global_batch, compiled=compiled, loss=loss_value,
                         data_s=data_s, **extra)
             if i == spec.warmup:
@@ -135,12 +151,20 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
             phase.name = "measure"
         if i >= spec.steps:
             break
+        if spec.target_ci and i >= spec.warmup + TARGET_CI_MIN_STEPS and agree(stop):
+            break
 
     phase.name = "teardown"
     if lead:
         events.emit("phase", name="measure", state="end")
         compile_after = backend.compile_stats()
         warnings = []
+        assert stop_rule is not None
+        stopping, missed = stop_rule.outcome(spec.steps)
+        if missed:
+            warnings.append(missed)
+        if flops and flops.get("missing"):
+            warnings.append("FLOPs per sample not counted, so no MFU: %s" % flops["missing"])
         if loss_check is not None:
             sentence = numerics.warning(loss_check, "training step 1")
             if sentence:
@@ -155,6 +179,8 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
             "data": data,
             "backend": backend.describe(),
             "check": loss_check,
+            "stopping": stopping,
+            "flops": flops,
             "warnings": warnings,
             "compile_seconds": (compile_after["seconds"] - compile_before["seconds"])
             if compile_after and compile_before else 0.0,

@@ -34,7 +34,7 @@ ENV_KEYS = {
 }
 INF2_DEVICE = {
     "kind": "neuron", "index": 0, "cores": 2, "core_ids": [0, 1], "memory_bytes": 32 * GIB,
-    "bdf": "0000:00:1e.0",
+    "bdf": "0000:00:1e.0", "lnc": None,
     "processes": [{"pid": 5120, "command": "python3 serve_vit.py --model vit_base...",
                    "runtime_version": "2.34.10"}],
 }
@@ -210,7 +210,7 @@ def test_trn1_32xlarge_sixteen_devices_one_summary_warning(host_tools, monkeypat
     assert [d["index"] for d in env["devices"]] == list(range(16))
     assert env["devices"][15] == {
         "kind": "neuron", "index": 15, "cores": 2, "core_ids": [30, 31], "memory_bytes": 32 * GIB,
-        "bdf": "0000:00:13.0",
+        "bdf": "0000:00:13.0", "lnc": None,
         "processes": [{"pid": 7331, "command": "python3 -u train_vit.py --model vit_b...",
                        "runtime_version": "2.34.10"},
                       {"pid": 7332, "command": "python3 -u train_vit.py --model vit_b...",
@@ -258,7 +258,7 @@ def test_trn2_style_output_short_bdf_unknown_keys_and_instance_type(host_tools, 
     env = collect_env(quick=True)
 
     assert env["devices"] == [{"kind": "neuron", "index": 0, "cores": 4, "core_ids": [0, 1, 2, 3],
-                               "memory_bytes": 103079215104, "bdf": "0000:cc:00.0", "processes": []}]
+                               "memory_bytes": 103079215104, "bdf": "0000:cc:00.0", "processes": [], "lnc": 2}]
     assert env["neuron_cores"] == 4
     # IMDS was skipped (quick), so neuron-ls's own instance type fills in.
     assert env["instance_type"] == "trn2.48xlarge" and "instance_type" not in env["missing"]

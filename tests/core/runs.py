@@ -24,7 +24,8 @@ def env(instance_type: str | None, region: str | None = "us-east-1", **extra: An
 
 
 def train_run(host: str, instance_type: str | None, throughput: float | None, batch: int = 32,
-              compile_s: float = 600.0, status: str = "ok", region: str = "us-east-1", **spec: Any) -> StoredRun:
+              compile_s: float = 600.0, status: str = "ok", region: str = "us-east-1",
+              flops_per_sample: float | None = None, **spec: Any) -> StoredRun:
     run_id = f"20261122-1200{next(_ids):02d}-aaaaaa"
     result = {"schema": "neuronbench.result/1", "run_id": run_id, "host": host, "workload": "train",
               "backend": "neuron", "status": status,
@@ -36,7 +37,9 @@ def train_run(host: str, instance_type: str | None, throughput: float | None, ba
               "train": {"steps_total": 100, "steps_measured": 90, "global_batch": batch,
                         "compile": {"seconds": compile_s, "count": 2, "steps": [1, 2]},
                         "step_time_s": {"median": 0.3, "ci95": [0.29, 0.31]},
-                        "throughput_samples_per_s": throughput} if status == "ok" else None,
+                        "throughput_samples_per_s": throughput,
+                        **({"flops_per_sample": flops_per_sample} if flops_per_sample else {})}
+              if status == "ok" else None,
               "infer": None, "cost": None, "warnings": []}
     return StoredRun(run_id=run_id, host=host, status=status, spec=result["spec"], created_at=1.0e9,
                      workload="train", model=VIT["model"], env=result["env"], result=result,
@@ -44,7 +47,7 @@ def train_run(host: str, instance_type: str | None, throughput: float | None, ba
 
 
 def infer_run(host: str, instance_type: str | None, rows: list[tuple[int, float, float]],
-              model: str = "bert-large", **spec: Any) -> StoredRun:
+              model: str = "bert-large", flops_per_sample: float | None = None, **spec: Any) -> StoredRun:
     """rows: (batch size, throughput/s, p99 ms)."""
     run_id = f"20261122-1300{next(_ids):02d}-bbbbbb"
     result = {"schema": "neuronbench.result/1", "run_id": run_id, "host": host, "workload": "infer",
@@ -55,7 +58,8 @@ def infer_run(host: str, instance_type: str | None, rows: list[tuple[int, float,
               "infer": [{"batch_size": b, "compile_s": 40.0, "iterations": 1000,
                          "latency_ms": {"p50": p99 * 0.8, "p90": p99 * 0.9, "p95": p99 * 0.95, "p99": p99,
                                         "mean": p99 * 0.8},
-                         "throughput_per_s": t, "p99_reliable": True} for b, t, p99 in rows],
+                         "throughput_per_s": t, "p99_reliable": True,
+                         **({"flops_per_sample": flops_per_sample} if flops_per_sample else {})} for b, t, p99 in rows],
               "train": None, "cost": None, "warnings": []}
     return StoredRun(run_id=run_id, host=host, status="ok", spec=result["spec"], created_at=1.0e9,
                      workload="infer", model=model, env=result["env"], result=result, instance_type=instance_type)

@@ -137,3 +137,25 @@ def test_traced_inference_of_a_users_file_with_tuple_and_dict_inputs(run_cli, ne
         assert [c for c in calls if c["call"] == "DataParallel.forward"][-1]["inputs"] == inputs
         names = [i["name"] for i in result["model"]["inputs"]]
         assert names == (["input0", "input1"] if "two_tower" in model else ["tokens", "mask"])
+def test_a_neuron_inference_has_its_mfu_against_the_neuroncores_peak_beside_neuron_monitors_count(
+        run_cli, neuron_host, tmp_path):
+    bindir = Path(neuron_host["PATH"].split(os.pathsep)[0])
+    (bindir / "neuron-monitor").symlink_to(DOUBLES_BIN / "neuron-monitor")
+    env = dict(neuron_host, NEURONBENCH_FAKE_NEURON_MONITOR="neuron-monitor-inf2-xlarge.jsonl",
+               NEURONBENCH_FAKE_NEURON_MONITOR_START="6")  # the recording's steady serving: both cores busy
+    out = run_cli("run", "--host", "local", "--workload", "infer", "--backend", "neuron", *tiny_model_flags(),
+                  "--batch-sizes", "4", "--nproc", "2", "--warmup", "2", "--min-iters", "20", "--duration", "2.5",
+                  "--json", env=env)
+    assert out.code == 0, out.stderr
+    result = out.json()[0]
+    row = result["infer"][0]
+    assert row["matmul_dtype"] == "bf16"  # an fp32 model: neuronx-cc casts its matmuls to bf16 by default
+    basis = row["mfu_basis"]
+    assert basis["device"].startswith("NeuronCore-v2") and basis["dtype"] == "bf16" and basis["devices"] == 2
+    assert basis["peak_tflops_per_device"] == 95.0 and basis["peak_tflops"] == 190.0  # 190 a chip / 2 cores
+    assert row["achieved_tflops"] == pytest.approx(row["flops_per_sample"] * row["throughput_per_s"] / 1e12)
+    assert row["mfu"] == pytest.approx(row["achieved_tflops"] / 190.0)
+    # neuron-monitor's own count while measuring (the recording's 29-32 TFLOP/s a core), shown beside ours.
+    assert basis["monitor_tflops"] == pytest.approx(
+        sum(d["flops_mean"] for d in result["telemetry"]["measure"]["devices"]) / 1e12)
+    assert 2 * 29 < basis["monitor_tflops"] < 2 * 32.1

@@ -24,14 +24,18 @@ CACHED = ("2026-11-22 06:10:06.000307: INFO ||NCC_WRAPPER||: Using a cached neff
           "successfully compiled graph.")
 
 
+# ViT-Base (224 px) forward + backward per sample, as torch.utils.flop_counter counts it on the meta device.
+VIT_B_TRAIN_FLOPS = 105_151_758_336.0
+
+
 def populate(paths: AppPaths) -> dict[str, list[str]]:
     """Record the sample runs; returns run ids by group name."""
     book = load_pricebook(paths)
     plan = {
-        "trn1_train": [train_run("trn1-box", "trn1.2xlarge", t, compile_s=c) for t, c in
-                       ((100.2, 1840.0), (101.1, 14.0), (99.4, 13.5))],
-        "inf2_train": [train_run("inf2-box", "inf2.xlarge", t, compile_s=c) for t, c in
-                       ((78.1, 1795.0), (79.0, 12.9), (77.6, 13.1))],
+        "trn1_train": [train_run("trn1-box", "trn1.2xlarge", t, compile_s=c, flops_per_sample=VIT_B_TRAIN_FLOPS)
+                       for t, c in ((100.2, 1840.0), (101.1, 14.0), (99.4, 13.5))],
+        "inf2_train": [train_run("inf2-box", "inf2.xlarge", t, compile_s=c, flops_per_sample=VIT_B_TRAIN_FLOPS)
+                       for t, c in ((78.1, 1795.0), (79.0, 12.9), (77.6, 13.1))],
         "trn2_train": [train_run("trn2-box", "trn2.48xlarge", 640.0, region="us-east-2")],
         "inf1_infer": [infer_run("inf1-box", "inf1.xlarge", [(1, 284.7, 10.7), (4, 820.0, 22.0)])],
         "inf2_infer": [infer_run("inf2-box", "inf2.xlarge", [(1, 322.58, 3.3), (4, 950.05, 8.85), (16, 1210.0, 21.0)])],

@@ -162,8 +162,8 @@ def test_report_refuses_a_missing_folder_and_an_unknown_run(sample, run_cli, tmp
     data = ["--data-dir", str(paths.data.parent)]
     out = run_cli("report", _all_ids(ids)[0], "--format", "html", "--output", str(tmp_path / "no" / "r.html"), *data)
     assert out.code == 2 and "does not exist" in out.stderr
-    out = run_cli("report", "nope", "--format", "csv", "--output", str(tmp_path / "r.csv"), *data)
-    assert out.code == 1 and "no run 'nope' in the store" in out.stderr
+    out = run_cli("report", "20991231-000000-abcdef", "--format", "csv", "--output", str(tmp_path / "r.csv"), *data)
+    assert out.code == 1 and "no run '20991231-000000-abcdef' in the store" in out.stderr
     assert not list(tmp_path.glob("*r.csv*"))  # nothing half-written
 
 

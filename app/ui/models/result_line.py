@@ -4,17 +4,19 @@ While a run goes on, the line quotes the rolling window of the last steady steps
 it ends, the Result's own figures replace them: the steady window's median step time
 with its 95 % interval, the throughput, and for a priced run the cost per 1M samples
 or inferences, in the CLI summary's formats (``app/cli/text.py``), so the two agree.
-Every figure of a finished run goes through ``result_parts``: a new one (MFU, say)
-is one more part there; text models' tokens/s and the numerical check's mark are.
+Every figure of a finished run goes through ``result_parts``: text models' tokens/s,
+why a ``--target-ci`` run stopped, the MFU and the numerical check's mark are parts there.
 """
 from __future__ import annotations
 
 import html
 from typing import Any
 
+from app.core.mfu import mfu_text
 from app.core.model_text import check_mark
 from app.core.numbers import NA, usd
 from app.core.quoting import clean
+from app.core.target_ci import stop_text
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -23,6 +25,17 @@ def _num(value: float | None, fmt: str) -> str:
 
 def _bold(text: str) -> str:
     return f"<b>{text}</b>"
+
+
+def _efficiency(part: dict[str, Any], training: bool) -> list[str]:
+    """Why it stopped (a run with ``--target-ci``) and its MFU (once FLOPs were counted), as the CLI says them."""
+    parts = []
+    stop = stop_text(part, training)
+    if stop:
+        parts.append(f"stopped {stop}")
+    if part.get("mfu") is not None:  # where no peak is known (a CPU) the summary and compare say why; not here
+        parts.append(f"MFU {_bold(mfu_text(part['mfu']))}")
+    return parts
 
 
 def _check(check: dict[str, Any] | None) -> str:
@@ -46,6 +59,7 @@ def train_parts(result: dict[str, Any]) -> list[str]:
         parts.append(f"{_bold(usd(cost['usd_per_1m_samples']))} per 1M samples"
                      + (f", {_bold(usd(cost['usd_per_1m_tokens']))} per 1M tokens"
                         if cost.get("usd_per_1m_tokens") is not None else ""))
+    parts += _efficiency(train, True)
     if train.get("check"):
         parts.append(_check(train["check"]))
     return parts
@@ -69,6 +83,8 @@ def infer_parts(result: dict[str, Any]) -> list[str]:
         priced = per_1m.get((row.get("batch_size"), row.get("seq_len"))) or {}
         if priced.get("usd_per_1m") is not None:
             text += f", {_bold(usd(priced['usd_per_1m']))} per 1M inferences"
+        for extra in _efficiency(row, False):
+            text += ", " + extra
         if row.get("check"):
             text += ", " + _check(row["check"])
         parts.append(text)

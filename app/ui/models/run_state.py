@@ -122,6 +122,9 @@ class LiveRunState:
         # Lines not yet handed to the view's log pane (which keeps the last ones it shows).
         self._new_logs: list[tuple[float, str, str]] = []
         self._last_latency_t: float | None = None
+        # --target-ci's interval as it shrinks, and what live MFU needs (from the setup phase's end event).
+        self.ci_pct: float | None = None
+        self.compute: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ input
     def wants(self, event: Event) -> bool:
@@ -209,6 +212,9 @@ class LiveRunState:
                      "setup": "setting up", "teardown": "finishing"}.get(name, clean(name, 40))
             self.activity = label + (f" ({where_text(size, event.get('seq_len'))})" if size is not None else "")
             return
+        if name == "setup" and "flops_per_sample" in event:
+            self.compute = {k: event.get(k) for k in ("flops_per_sample", "matmul_dtype", "backend", "devices")}
+            self.ci_pct = None  # a new batch size's interval starts afresh
         for span in reversed(self.phases):
             # A length left to the model's default is named from setup's end on: a span without one matches.
             if span.name == name and span.end is None and span.batch_size == size and \
@@ -221,6 +227,7 @@ class LiveRunState:
 
     def _on_step(self, event: Event) -> None:
         t, dt = self._rel(event["t"]), float(event["dt_s"])
+        self.ci_pct = event.get("ci_pct", self.ci_pct)
         if event.get("compiled"):
             self.compiled_steps.append(t, dt)
             self._log(t, "info", f"step {event['i']} compiled a graph ({dt:.2f} s, kept out of the figures)")
@@ -234,6 +241,7 @@ class LiveRunState:
 
     def _on_latency(self, event: Event) -> None:
         t = self._rel(event["t"])
+        self.ci_pct = event.get("ci_pct", self.ci_pct)
         self.latency.append(t, event["batch_size"], event["p50_ms"], event["p90_ms"], event["p99_ms"],
                             event.get("seq_len") or 0)
         start = self._last_latency_t

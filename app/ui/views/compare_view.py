@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -30,6 +31,8 @@ from PySide6.QtWidgets import (
 
 from app.core.compare import CompareOptions
 from app.core.cost import TYPE_FROM_AFTER_RUN, type_from_label
+from app.core.mfu import mfu_sentence, mfu_text
+from app.core.model_text import check_mark_of
 from app.core.numbers import figure, usd
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
@@ -43,8 +46,9 @@ from app.ui.views.job_box import JobBox
 from app.ui.widgets.charts import new_plot, nice_ceiling, restyle, style_layout
 from app.ui.widgets.status_line import StatusLine
 
-COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "p50 ms", "p99 ms", "$/h", "Price source",
-           "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference", "Benchmark $")
+COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "MFU", "p50 ms", "p99 ms", "$/h",
+           "Price source", "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference", "Check",
+           "Benchmark $")
 COLUMN_TIPS = {
     "Run": "the stored run", "Host": "instance type (host name where two hosts share one)",
     "Workload": "training or inference", "Batch": "batch size (per process for training)",
@@ -60,6 +64,10 @@ COLUMN_TIPS = {
     "Difference": "whether the difference from the baseline is significant (95% intervals of repeats)",
     "Benchmark $": "what the benchmark itself cost: launch to terminate on an instance NeuronBench launched, "
                    "else the run's start to end (setup and compile included), at the price",
+    "Check": "the compiled model against the eager model on CPU (fp32), on fresh inputs: ok, or WRONG / NaN when "
+             "its answers differ beyond the tolerance (its figures then measure a model that computes something else)",
+    "MFU": "model FLOPs utilisation: FLOPs per sample x samples/s / the dense peak of the devices used, for the "
+           "dtype the matmuls ran in (N/A where no peak is known, e.g. a CPU)",
 }
 MARKETS = (("on_demand", "On-demand prices"), ("spot", "Spot prices"))
 BAR_GROUP_WIDTH = 0.8
@@ -311,6 +319,7 @@ class CompareView(QWidget):
 
     def group_of(self, doc: dict[str, Any], row: dict[str, Any]) -> dict[str, Any] | None:
         return next((g for g in doc["groups"] if row["run_id"] in g["run_ids"] and g["batch_size"] == row["batch_size"]
+                     and g.get("seq_len") == row.get("seq_len")
                      and g["workload"] == row["workload"]), None)
 
     def _fill_table(self, doc: dict[str, Any]) -> None:
@@ -324,14 +333,20 @@ class CompareView(QWidget):
             p99 = _ms(row["latency_p99_ms"])
             if row["latency_p99_ms"] is not None and row["p99_reliable"] is False:
                 p99 = "~" + p99
+            checked = row.get("check_agrees") is not None or row.get("check_finite") is not None
+            mark = check_mark_of(row.get("check_agrees"), row.get("check_finite"), checked)
+            tokens = f" · {figure(row['tokens_per_s'])} tokens/s" if row.get("tokens_per_s") else ""
+            per_token = f" · {usd(row['usd_per_1m_tokens'])} per 1M tokens" if row.get("usd_per_1m_tokens") else ""
             cells = [
                 row["run_id"], host_cell(row), WORKLOADS.get(row["workload"], row["workload"] or ""),
-                str(row["batch_size"]), f"{figure(row['throughput'])} {row['unit']}",
-                f"{figure(ci[0])} – {figure(ci[1])}" if ci else "—",
+                str(row["batch_size"]) + (f", seq {row['seq_len']}" if row.get("seq_len") is not None else ""),
+                f"{figure(row['throughput'])} {row['unit']}{tokens}",
+                f"{figure(ci[0])} – {figure(ci[1])}" if ci else "—", mfu_text(row.get("mfu")),
                 _ms(row["latency_p50_ms"]), p99, usd(row["usd_per_hour"]),
                 f"{row['price_source']} ({row['price_date']})" if row["price_source"] else (row["price_note"] or "N/A"),
-                usd(row["usd_per_1m"]), _ratio(row["price_performance_vs_baseline"]),
+                usd(row["usd_per_1m"]) + per_token, _ratio(row["price_performance_vs_baseline"]),
                 _ratio(row["speedup_vs_baseline"]), difference(group),
+                ("✗ " + mark) if mark in ("WRONG", "NaN") else mark,
                 "" if row["run_id"] in billed else usd(row.get("benchmark_usd")),
             ]
             billed.add(row["run_id"])
@@ -345,8 +360,18 @@ class CompareView(QWidget):
                     item.setToolTip(f"{row['instance_type']}: {type_from_label(row.get('instance_type_from'))}")
                 if COLUMNS[col] == "Price source":
                     item.setToolTip("; ".join(t for t in (text, row["price_note"]) if t))
+                elif COLUMNS[col] == "MFU":
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                    item.setToolTip(mfu_sentence(row["model"].split(" ")[0], row["label"], row.get("mfu"),
+                                                 row.get("mfu_basis") or {"missing": row.get("mfu_missing")}))
                 elif COLUMNS[col] == "Difference" and group and group["overlaps_with"]:
                     item.setToolTip("95% interval overlaps " + ", ".join(group["overlaps_with"]))
+                if mark in ("WRONG", "NaN"):
+                    # A compiler that gave wrong answers: the whole row says so, its figures kept.
+                    item.setForeground(QColor("#c62828"))
+                    if COLUMNS[col] == "Check":
+                        item.setToolTip(f"error {figure((row.get('check_max_rel_err') or 0) * 100)} % of the "
+                                        "output's scale against eager on CPU (fp32); see the run's warnings")
                 self.table.setItem(index, col, item)
         self.table.resizeColumnsToContents()
         source = COLUMNS.index("Price source")

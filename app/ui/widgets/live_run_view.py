@@ -8,6 +8,7 @@ that did not change (STYLE.md habit 6).
 """
 from __future__ import annotations
 
+import contextlib
 import html
 from typing import Any
 
@@ -30,10 +31,14 @@ from PySide6.QtWidgets import (
 )
 
 from app.cli.text import format_result
+from app.core.errors import NeuronBenchError
+from app.core.mfu import live_mfu, mfu_text
 from app.core.quoting import clean
 from app.core.specs import spec_summary
 from app.core.step_window import ROLLING_STEPS
+from app.core.target_ci import interval_text
 from app.services.ec2.lease import STAGES as LAUNCH_STAGES
+from app.services.peaks import load_peak_table
 from app.ui import theme
 from app.ui.bridge import QUEUED, RunJob
 from app.ui.models.result_line import result_line
@@ -98,6 +103,21 @@ def _set_text(label: QLabel, text: str) -> None:
 
 def _num(value: float | None, fmt: str, unit: str = "") -> str:
     return "N/A" if value is None else f"{value:{fmt}}{unit}"
+
+
+def known_figures(state: LiveRunState) -> list[str]:
+    """The interval as it shrinks (``±3.1 % (target ±2 %)``) and the rolling MFU while the run goes (a finished
+    run's line is the Result's: app/ui/models/result_line.py)."""
+    parts = []
+    if state.ci_pct is not None:
+        parts.append("95% interval " + interval_text(state.ci_pct, getattr(state.spec, "target_ci", None)))
+    mfu = None
+    if state.compute.get("flops_per_sample"):
+        with contextlib.suppress(NeuronBenchError):
+            mfu = live_mfu(state.compute, state.env, state.latest_throughput(), load_peak_table())
+    if mfu is not None:
+        parts.append(f"MFU <b>{mfu_text(mfu)}</b>")
+    return parts
 
 
 class LiveRunView(QFrame):
@@ -413,6 +433,7 @@ class LiveRunView(QFrame):
         tokens = state.latest_tokens_per_s()  # text models: tokens/s beside samples/s
         if tokens is not None:
             parts[-1] += f" · <b>{tokens:,.0f} tokens/s</b>"
+        parts.extend(known_figures(state))
         cpu, mem = state.latest_host()
         parts.append(f"host CPU {_num(cpu, '.0f', '%')}")
         parts.append(f"memory {_num(mem, '.0f', '%')}")

@@ -45,11 +45,24 @@ def form_of(spec: RunSpec, preset: Any) -> dict[str, Any]:
         "batch_sizes": ",".join(str(b) for b in spec.batch_sizes), "steps": spec.steps, "warmup": spec.warmup,
         "duration": spec.duration, "min_iters": spec.min_iters, "nproc": spec.nproc,
         "workers": AUTO_WORKERS if spec.workers is None else spec.workers, "data": spec.data,
+        "target_ci": float(spec.target_ci or 0.0),
     }
 
 
 def _model_args_text(args: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in args.items())
+
+
+def target_ci_box() -> QDoubleSpinBox:
+    """``until ±2.0 %`` (--target-ci), or its lowest position: the fixed --steps / --duration."""
+    box = QDoubleSpinBox()
+    box.setRange(0.0, 50.0)
+    box.setDecimals(1)
+    box.setSingleStep(0.5)
+    box.setPrefix("until ±")
+    box.setSuffix(" %")
+    box.setSpecialValueText("fixed steps / duration")
+    return box
 
 
 class WorkloadPanel(QWidget):
@@ -97,6 +110,7 @@ class WorkloadPanel(QWidget):
         self.duration.setDecimals(1)
         self.duration.setSuffix(" s")
         self.min_iters = self._spin(1, 100_000_000)
+        self.target_ci = target_ci_box()
         self.nproc = self._spin(1, 256)
         self.workers = self._spin(AUTO_WORKERS, 64)
         self.workers.setSpecialValueText("auto (from the host's vCPUs)")
@@ -110,13 +124,14 @@ class WorkloadPanel(QWidget):
             **self.model_inputs.widgets(), "backend": self.backend, "precision": self.precision,
             "batch_sizes": self.batch_sizes,
             "steps": self.steps, "warmup": self.warmup, "duration": self.duration, "min_iters": self.min_iters,
-            "nproc": self.nproc, "workers": self.workers, "data": self.data,
+            "nproc": self.nproc, "workers": self.workers, "data": self.data, "target_ci": self.target_ci,
         }
         labels = {"workload": "Workload", "model": "Model", "model_args": "Model args", "task": "Task",
                   "seq_lens": "Sequence length(s)", "check": "Numerical check", "backend": "Backend",
                   "precision": "Precision", "batch_sizes": "Batch size(s)", "steps": "Steps",
                   "warmup": "Warm-up", "duration": "Duration", "min_iters": "Min. requests",
-                  "nproc": "Cores / processes", "workers": "Loader workers", "data": "Input data"}
+                  "nproc": "Cores / processes", "workers": "Loader workers", "data": "Input data",
+                  "target_ci": "Measure"}
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.form.addRow("Preset", self.preset)
@@ -178,7 +193,7 @@ class WorkloadPanel(QWidget):
             "precision": self.precision.currentText(), "batch_sizes": self.batch_sizes.text(),
             "steps": self.steps.value(), "warmup": self.warmup.value(), "duration": self.duration.value(),
             "min_iters": self.min_iters.value(), "nproc": self.nproc.value(), "workers": self.workers.value(),
-            "data": self.data.currentData(),
+            "data": self.data.currentData(), "target_ci": self.target_ci.value(),
         }
 
     def set_form_values(self, values: dict[str, Any]) -> None:
@@ -201,8 +216,9 @@ class WorkloadPanel(QWidget):
             for name in ("steps", "warmup", "min_iters", "nproc", "workers"):
                 if isinstance(values.get(name), int):
                     self.fields[name].setValue(values[name])  # type: ignore[attr-defined]
-            if isinstance(values.get("duration"), (int, float)):
-                self.duration.setValue(float(values["duration"]))
+            for name in ("duration", "target_ci"):
+                if isinstance(values.get(name), (int, float)):
+                    self.fields[name].setValue(float(values[name]))  # type: ignore[attr-defined]
             self._set_combo_data(self.preset, values.get("preset", CUSTOM))
         finally:
             self._filling = False
@@ -248,7 +264,7 @@ class WorkloadPanel(QWidget):
                           precision=self.precision.currentText(), batch_sizes=sizes, steps=self.steps.value(),
                           warmup=self.warmup.value(), duration=self.duration.value(),
                           min_iters=self.min_iters.value(), nproc=self.nproc.value(), workers=self._workers(),
-                          data=self.data.currentData(), **model)
+                          data=self.data.currentData(), target_ci=self.target_ci.value() or None, **model)
         self.model_inputs.check_config(spec)
         return spec
 
