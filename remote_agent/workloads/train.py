@@ -133,6 +133,10 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
                 loss_check["tolerance"] = max(loss_check["tolerance"], numerics.TOLERANCE["bf16"])
                 loss_check["agrees"] = bool(loss_check["finite"] and loss_check["max_rel_err"] is not None
                                             and loss_check["max_rel_err"] <= loss_check["tolerance"])
+            sentence = numerics.warning(loss_check, "training step 1")
+            if sentence:
+                # Said now, with the figures, so a live view marks it at step 1 rather than at the end.
+                events.emit("log", level="warning", message=sentence, check=loss_check)
         stop = stop_rule.add(i, dt, compiled) if stop_rule is not None else False
         if lead:
             if compiled:

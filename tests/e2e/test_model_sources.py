@@ -173,3 +173,19 @@ def test_text_models_are_priced_per_token_and_a_wrong_compile_is_marked_in_compa
     lines = list(csv.DictReader(csv_path.open()))
     assert {line["check_agrees"] for line in lines} == {"True", "False"}
     assert {line["seq_len"] for line in lines} == {"16", "32", "N/A"}
+
+
+def test_a_first_training_loss_the_eager_model_disagrees_with_is_flagged_at_step_one(run_cli, tmp_path):
+    events = tmp_path / "events.jsonl"
+    out = run_cli("run", "--host", "local", "--workload", "train", "--model", f"file:{MODELS / 'device_dependent.py'}",
+                  "--backend", "xla", "--batch-size", "4", "--steps", "4", "--warmup", "1", "--workers", "0",
+                  "--json", "--events", str(events))
+    result = _only(out)
+    check = result["train"]["check"]
+    assert check["agrees"] is False and check["loss"] == pytest.approx(9 * check["reference_loss"], rel=1e-3)
+    assert any("training step 1: the compiled model disagrees" in w for w in result["warnings"])
+    # Said at step 1, with its figures, not only in the Result at the end.
+    stream = list(iter_events(events.read_bytes().splitlines()))
+    first = next(k for k, e in enumerate(stream) if e["type"] == "log" and e.get("check"))
+    assert stream[first]["check"]["agrees"] is False
+    assert first < next(k for k, e in enumerate(stream) if e["type"] == "step" and e["i"] == 2)
