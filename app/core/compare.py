@@ -378,9 +378,11 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
 def _choice(groups: list[dict[str, Any]], options: CompareOptions) -> dict[str, Any] | None:
     if options.max_p99_ms is None and options.min_throughput is None:
         return None
-    candidates = [Candidate(f"{g['label']} batch {g['batch_size']}", g["batch_size"], g["throughput"],
-                            g["latency_p99_ms"], g["usd_per_hour"], g["p99_reliable"])
-                  for g in groups if g["workload"] == "infer"]
+    # A setting whose compiled model gave wrong answers is no option, however cheap.
+    candidates = [Candidate(f"{g['label']} batch {g['batch_size']}"
+                            + (f" seq {g['seq_len']}" if g.get("seq_len") is not None else ""),
+                            g["batch_size"], g["throughput"], g["latency_p99_ms"], g["usd_per_hour"], g["p99_reliable"])
+                  for g in groups if g["workload"] == "infer" and g.get("check_agrees") is not False]
     choice = cheapest_meeting(candidates, options.max_p99_ms, options.min_throughput)
 
     def as_dict(c: Candidate) -> dict[str, Any]:

@@ -132,6 +132,7 @@ def summary(doc: dict[str, Any]) -> list[str]:
             continue  # already explained
         note = next(g["price_note"] for g in groups if g["label"] == label)
         sentences.append(f"{label}: cost N/A ({note}).")
+    sentences += wrong_answers(groups)
     sentences += scaling_sentences(doc.get("scaling") or [])
     for skipped in doc.get("skipped") or []:
         sentences.append(f"Run {skipped['run_id']} on {skipped['host']} is left out: {skipped['reason']}.")
@@ -140,12 +141,36 @@ def summary(doc: dict[str, Any]) -> list[str]:
     return sentences
 
 
+def _shape(group: dict[str, Any]) -> str:
+    seq = f", seq {group['seq_len']}" if group.get("seq_len") is not None else ""
+    return f"batch {group['batch_size']}{seq}"
+
+
+def wrong_answers(groups: list[dict[str, Any]]) -> list[str]:
+    """One sentence per host and model whose compiled model disagreed with eager (or gave NaN)."""
+    wrong: dict[tuple[str, str], list[str]] = {}
+    for group in groups:
+        if group.get("check_agrees") is False:
+            wrong.setdefault((group["label"], group["model"]), []).append(_shape(group))
+    return [f"{label}: the compiled {model.split('(')[0].split(' ')[0]} disagrees with the eager model on CPU at "
+            f"{_listing(shapes)}; its figures are shown but measure a model that computes something else, so no "
+            f"recommendation rests on them." for (label, model), shapes in wrong.items()]
+
+
 def _one_host(groups: list[dict[str, Any]]) -> list[str]:
-    """With one host there is nothing to compare against: say what its cheapest setting costs."""
+    """With one host there is nothing to compare against: say what its cheapest setting costs, per model.
+
+    A setting whose compiled model gave wrong answers is never called the cheapest.
+    """
     out = []
-    for workload in ("train", "infer"):
-        priced = [g for g in groups if g["workload"] == workload and g["usd_per_1m"] is not None]
-        measured = [g for g in groups if g["workload"] == workload and g["throughput"] is not None]
+    # Per model and sequence length: a longer sequence is more work per inference, not a setting to pick.
+    measures = sorted({(g["workload"], g["model"], g.get("seq_len") or 0) for g in groups},
+                      key=lambda m: (m[0] != "train", m[1], m[2]))
+    for workload, model, seq_len in measures:
+        trusted = [g for g in groups if g["workload"] == workload and g["model"] == model
+                   and (g.get("seq_len") or 0) == seq_len and g.get("check_agrees") is not False]
+        priced = [g for g in trusted if g["usd_per_1m"] is not None]
+        measured = [g for g in trusted if g["throughput"] is not None]
         if not priced and measured:
             best = max(measured, key=lambda g: g["throughput"])
             where = " (the fastest setting measured)" if len(measured) > 1 else ""
@@ -155,7 +180,8 @@ def _one_host(groups: list[dict[str, Any]]) -> list[str]:
         if not priced:
             continue
         best = min(priced, key=lambda g: g["usd_per_1m"])
-        lead = f"On {best['label']}, batch {best['batch_size']} is the cheapest setting measured: " \
+        name = model.split("(")[0].split(" ")[0] + (f" at sequence length {seq_len}" if seq_len else "")
+        lead = f"On {best['label']}, batch {best['batch_size']} is the cheapest setting measured for {name}: " \
             if workload == "infer" and len(priced) > 1 else f"{best['label']} {_what(best)} at "
         out.append(f"{lead}${best['usd_per_1m']:.4g} per 1M {WORK[workload]} ({best['throughput']:.4g} "
                    f"{best['unit']} at ${best['usd_per_hour']:.4g}/h).")

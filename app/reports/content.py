@@ -34,6 +34,10 @@ def _results(doc: dict[str, Any]) -> list[Block]:
         seq = any(r.get("seq_len") is not None for r in members)
         tokens = any(r.get("tokens_per_s") for r in members)
         checked = any(r.get("check_agrees") is not None or r.get("check_finite") is not None for r in members)
+        # MFU only where a peak is known somewhere in the measure (the sentences below say why it is N/A).
+        mfu = any(r.get("mfu") is not None for r in members)
+        # One run in the measure is its own baseline: speed and work per $ would read 1.00× on every row.
+        relative = len({r["run_id"] for r in members}) > 1
         for r in members:
             p99 = num(r["latency_p99_ms"], ".3g")
             if r["p99_reliable"] is False:
@@ -43,18 +47,19 @@ def _results(doc: dict[str, Any]) -> list[Block]:
             mark = check_mark_of(r.get("check_agrees"), r.get("check_finite"),
                                  r.get("check_agrees") is not None or r.get("check_finite") is not None)
             wrong = wrong or mark in ("WRONG", "NaN")
-            rows.append((r["label"], r["ref"] or "", str(r["batch_size"]),
-                         *((num(r.get("seq_len"), "d"),) if seq else ()), num(r["throughput"]),
+            shape = str(r["batch_size"]) + (f" × {num(r.get('seq_len'), 'd')}" if seq else "")
+            rows.append((r["label"], r["ref"] or "", shape, num(r["throughput"]),
                          *((num(r.get("tokens_per_s")),) if tokens else ()), *latency,
                          usd(r["usd_per_hour"]), usd(r["usd_per_1m"]),
                          *((usd(r.get("usd_per_1m_tokens")),) if tokens else ()),
-                         times(r["speedup_vs_baseline"]), times(r["price_performance_vs_baseline"]),
-                         mfu_text(r.get("mfu")), *((mark,) if checked else ())))
+                         *((times(r["speedup_vs_baseline"]), times(r["price_performance_vs_baseline"]))
+                           if relative else ()),
+                         *((mfu_text(r.get("mfu")),) if mfu else ()), *((mark,) if checked else ())))
         unit = UNIT_LABEL[workload]
-        header = ("Host", "Run", "Batch", *(("Seq",) if seq else ()), "Throughput",
+        header = ("Host", "Run", "Batch × seq" if seq else "Batch", "Throughput",
                   *(("Tokens/s",) if tokens else ()), *(() if train else ("p50 ms", "p99 ms")), "$/h",
-                  "$ per 1M", *(("$ per 1M tokens",) if tokens else ()), "Speed", "Work per $", "MFU",
-                  *(("Check",) if checked else ()))
+                  "$ per 1M", *(("$ per 1M tokens",) if tokens else ()), *(("Speed", "Work per $") if relative else ()),
+                  *(("MFU",) if mfu else ()), *(("Check",) if checked else ()))
         blocks.append(Table(header, tuple(rows), (False, False) + (True,) * (len(header) - 2 - checked)
                             + ((False,) if checked else ()),
                             caption=f"{measure_title(workload, model)} · throughput in {unit}, "

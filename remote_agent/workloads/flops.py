@@ -63,9 +63,8 @@ def count_flops(mut: Any, batch_size: int, seed: int, training: bool, matmul: st
     with torch.random.fork_rng(devices=[]):  # the run's own random draws stay as they were
         failures = []
         # A user's file may make inputs for its own batch only: then the CPU counts that batch.
-        for where, size in (("meta", batch_size), ("cpu", 1), ("cpu", batch_size)):
-            if where == "cpu" and size == batch_size and batch_size == 1:
-                continue
+        attempts = [("meta", batch_size), ("cpu", 1)] + ([("cpu", batch_size)] if batch_size != 1 else [])
+        for where, size in attempts:
             try:
                 total = _count(mut, mut.make_batch(size, seed, training), where, training)
             except Exception as exc:  # any error of the model's code: try the next way, then say why

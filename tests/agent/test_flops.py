@@ -109,3 +109,13 @@ def test_a_model_without_matmul_work_has_no_count_and_says_why(tmp_path):
     assert block["flops_per_sample"] is None
     assert block["missing"].startswith("the FLOP counter could not run the model (meta at batch 2: the counter saw "
                                        "no matmul or convolution; cpu at batch 1: ")
+
+
+def test_a_batch_of_one_that_needs_real_values_is_counted_on_the_cpu():
+    """The seed's batch-1 inference of a BERT: meta cannot run it, so the host's CPU counts that one sample."""
+    model = f"hf:{DATA / 'models' / 'tiny-bert'}"
+    spec = RunSpec(model=model, model_file=model_file_for(model), seq_lens=(16,), batch_sizes=(1,))
+    mut = load_model(spec, 1, 16, "/tmp")
+    mut.module.eval()
+    block = count_flops(mut, 1, 0, False, "fp32")
+    assert block["counted_on"] == "host CPU, batch 1" and block["flops_per_sample"] > 0
