@@ -91,7 +91,9 @@ class ReplayTransport(Transport):
             for process in self._running:
                 process.kill()
             return ReplayProcess([])
-        run_id = args[args.index("--run-id") + 1] if "--run-id" in args else (args[1] if len(args) > 1 else None)
+        # `run --run-id ID` or `attach ID`; `probe --quick` names no run (an option is no run id).
+        run_id = args[args.index("--run-id") + 1] if "--run-id" in args else (
+            args[1] if len(args) > 1 and not args[1].startswith("-") else None)
         process = ReplayProcess(self._make_events(), self._pace, self._clock() if self._clock else None, run_id)
         self._running.append(process)
         return process

@@ -11,7 +11,7 @@ from app.services.pricing import load_pricebook
 from app.services.recorder import RunRecorder, run_recorded
 from app.services.store import RunStore
 from app.services.transport import LocalTransport
-from app.ui.views.compare_view import CompareView
+from app.ui.views.compare_view import COLUMNS, CompareView
 from remote_agent.protocol import RunSpec
 from tests.ui.views_helpers import bridge, show  # noqa: F401
 
@@ -55,5 +55,5 @@ def test_runs_on_one_and_two_nodes_show_speed_up_efficiency_and_a_scaling_chart(
     hosts = [view.table.item(row, 1).text() for row in range(view.table.rowCount())]
     assert hosts == ["trn1.32xlarge", "2 × trn1.32xlarge"]
     # Two machines cost twice the hourly price.
-    prices = [view.table.item(row, 8).text() for row in range(view.table.rowCount())]
+    prices = [view.table.item(row, COLUMNS.index("$/h")).text() for row in range(view.table.rowCount())]
     assert prices == ["$21.50", "$43.00"] or prices == ["$21.5", "$43"]
