@@ -14,7 +14,7 @@ stdlib-only and Python 3.8 compatible, and it never touches the filesystem.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional
 
 SOURCES = ("timm", "torchvision", "hf", "file")
 TASKS = ("base", "classification", "masked-lm", "causal-lm")
@@ -24,6 +24,7 @@ DEFAULT_FUNCTION = "build"
 MODEL_FILE_MAX_BYTES = 512 * 1024
 MAX_REF_CHARS = 1000
 
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TIMM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
 _TORCHVISION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")
@@ -103,5 +104,36 @@ def parse_model_ref(text: str) -> ModelRef:
     return ModelRef("file", path, function)
 
 
-def is_text_task(task: str) -> bool:
-    return task in TASKS
+def check_model_file(model_file: Any, source: str) -> None:
+    """A model file travels as {name, sha256, text}: the text (<= MODEL_FILE_MAX_BYTES) is what runs."""
+    if model_file is None:
+        if source == "file":
+            raise ModelRefError("a file: model needs its file's text in the spec (model_file)")
+        return
+    if source not in ("file", "hf"):
+        raise ModelRefError("model_file goes with file: and hf: models only")
+    if not isinstance(model_file, dict) or set(model_file) - {"name", "sha256", "text", "bytes"}:
+        raise ModelRefError("model_file must be {name, sha256, text}")
+    name, digest, text = model_file.get("name"), model_file.get("sha256"), model_file.get("text")
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
+        raise ModelRefError("model_file's name must be a plain file name, not %r" % (name,))
+    if not isinstance(digest, str) or not _SHA256.match(digest):
+        raise ModelRefError("model_file's sha256 must be 64 hex digits")
+    if text is not None:
+        if not isinstance(text, str):
+            raise ModelRefError("model_file's text must be a string")
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MODEL_FILE_MAX_BYTES:
+            raise ModelRefError("model file %s is %d KiB, over the %d KiB a model file may have"
+                                % (name, size // 1024, MODEL_FILE_MAX_BYTES // 1024))
+
+
+def strip_model_file_text(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """A spec dict without its model file's text (kept: name, sha256 and the size in bytes)."""
+    model_file = spec.get("model_file")
+    if not isinstance(model_file, dict) or "text" not in model_file:
+        return spec
+    slim = {k: v for k, v in model_file.items() if k != "text"}
+    if isinstance(model_file.get("text"), str):
+        slim["bytes"] = len(model_file["text"].encode("utf-8", "surrogatepass"))
+    return dict(spec, model_file=slim)

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, Iterable, Optional, Tuple
 
 from remote_agent.event_schema import EVENT_SCHEMAS, SchemaError, check_event
-from remote_agent.model_ref import MODEL_FILE_MAX_BYTES, TASKS, ModelRefError, parse_model_ref
+from remote_agent.model_ref import TASKS, ModelRefError, check_model_file, parse_model_ref, strip_model_file_text
 
 PROTOCOL_VERSION = 1
 MAX_LINE_BYTES = 1 << 20
@@ -162,7 +162,6 @@ MAX_SEQ_LEN = 1 << 20
 # and the loosest target that still means something.
 TARGET_CI_MIN_STEPS = 30
 TARGET_CI_MAX_PCT = 50.0
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _MODEL_ARG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # A DNS name, IPv4 or IPv6 address (no spaces, no shell or URL syntax): torchrun's --master_addr.
 _ADDRESS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:%_\-]{0,252}$")
@@ -282,7 +281,10 @@ class RunSpec:
             need(len(self.seq_lens) <= 1, "seq_lens",
                  "training takes one sequence length per run, got %s" % ",".join(str(n) for n in self.seq_lens))
         need(isinstance(self.check, bool), "check", "check must be true or false")
-        _check_model_file(self.model_file, ref.source)
+        try:
+            check_model_file(self.model_file, ref.source)
+        except ModelRefError as exc:
+            raise SpecError("model_file", str(exc)) from None
         need(self.backend in BACKENDS, "backend",
              "backend must be one of %s, not %r" % (", ".join(BACKENDS), self.backend))
         need(self.precision in PRECISIONS, "precision",
@@ -460,41 +462,6 @@ def check_telemetry_period(period: Any, allow_off: bool = False) -> Optional[str
         return "must be between %g and %g seconds%s, not %g" % (
             TELEMETRY_MIN_PERIOD_S, TELEMETRY_MAX_PERIOD_S, " (or 0: off)" if allow_off else "", period)
     return None
-
-
-def _check_model_file(model_file: Any, source: str) -> None:
-    """A model file travels as {name, sha256, text}: the text (<= MODEL_FILE_MAX_BYTES) is what runs."""
-    if model_file is None:
-        if source == "file":
-            raise SpecError("model_file", "a file: model needs its file's text in the spec (model_file)")
-        return
-    if source not in ("file", "hf"):
-        raise SpecError("model_file", "model_file goes with file: and hf: models only")
-    if not isinstance(model_file, dict) or set(model_file) - {"name", "sha256", "text", "bytes"}:
-        raise SpecError("model_file", "model_file must be {name, sha256, text}")
-    name, digest, text = model_file.get("name"), model_file.get("sha256"), model_file.get("text")
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
-        raise SpecError("model_file", "model_file's name must be a plain file name, not %r" % (name,))
-    if not isinstance(digest, str) or not _SHA256.match(digest):
-        raise SpecError("model_file", "model_file's sha256 must be 64 hex digits")
-    if text is not None:
-        if not isinstance(text, str):
-            raise SpecError("model_file", "model_file's text must be a string")
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > MODEL_FILE_MAX_BYTES:
-            raise SpecError("model_file", "model file %s is %d KiB, over the %d KiB a model file may have"
-                            % (name, size // 1024, MODEL_FILE_MAX_BYTES // 1024))
-
-
-def strip_model_file_text(spec: Dict[str, Any]) -> Dict[str, Any]:
-    """A spec dict without its model file's text (kept: name, sha256 and the size in bytes)."""
-    model_file = spec.get("model_file")
-    if not isinstance(model_file, dict) or "text" not in model_file:
-        return spec
-    slim = {k: v for k, v in model_file.items() if k != "text"}
-    if isinstance(model_file.get("text"), str):
-        slim["bytes"] = len(model_file["text"].encode("utf-8", "surrogatepass"))
-    return dict(spec, model_file=slim)
 
 
 def _is_json_literal(value: Any) -> bool:
