@@ -78,17 +78,36 @@ def _gpu_info(text: str) -> tuple[float | None, int]:
     return None, 0
 
 
-def build(vms_csv: Path, commit: str, date: str, keep: Path | None) -> list[dict[str, str]]:
+def _read_catalog(paths: list[Path]) -> tuple[dict[tuple[str, str], list[dict[str, str]]], dict[str, str]]:
+    """Zone rows by (type, commercial region), and each type's GpuInfo.
+
+    GpuInfo is the same on every row of a type, so an extract may carry it on one row only (the
+    extracts of single families made for the shipped book do): the first non-empty one counts.
+    """
     zones: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
-    with open(vms_csv, newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
-            if row["Region"].startswith(NOT_COMMERCIAL) or not row["InstanceType"]:
-                continue
-            zones[(row["InstanceType"], row["Region"])].append(row)
-    kept: dict[str, dict[str, str]] = {}
+    gpu_info: dict[str, str] = {}
+    for path in paths:
+        with open(path, newline="", encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                itype = row["InstanceType"]
+                if not itype:
+                    continue
+                if (row.get("GpuInfo") or "").strip():
+                    gpu_info.setdefault(itype, row["GpuInfo"])
+                if row["Region"].startswith(NOT_COMMERCIAL):
+                    continue
+                zones[(itype, row["Region"])].append(row)
+    return zones, gpu_info
+
+
+def build(vms_csvs: list[Path], commit: str, date: str, keep: Path | None,
+          carry_over: bool = False) -> list[dict[str, str]]:
+    zones, gpu_info = _read_catalog(vms_csvs)
+    kept_rows: list[dict[str, str]] = []
     if keep is not None:
         with open(keep, newline="", encoding="utf-8") as handle:
-            kept = {row["instance_type"]: row for row in csv.DictReader(handle)}
+            kept_rows = list(csv.DictReader(handle))
+    kept = {row["instance_type"]: row for row in kept_rows}
     source = f"skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @{commit[:8]}"
     out = []
     for (itype, region), rows in sorted(zones.items()):
@@ -96,7 +115,7 @@ def build(vms_csv: Path, commit: str, date: str, keep: Path | None) -> list[dict
         on_demand = Counter(_number(r["Price"]) for r in rows if _number(r["Price"]) is not None).most_common(1)
         spots = [_number(r["SpotPrice"]) for r in rows if STANDARD_ZONE.match(r["AvailabilityZone"] or "")
                  and _number(r["SpotPrice"]) is not None]
-        memory, cores = _gpu_info(first.get("GpuInfo", ""))
+        memory, cores = _gpu_info(gpu_info.get(itype, ""))
         count = _number(first["AcceleratorCount"])
         spec = {"accelerator_memory_gib": _figure(memory) if memory else ("0" if not count else ""),
                 "neuron_cores": str(cores)}
@@ -108,21 +127,34 @@ def build(vms_csv: Path, commit: str, date: str, keep: Path | None) -> list[dict
                     **spec, "on_demand_usd_per_hour": _figure(on_demand[0][0]) if on_demand else "",
                     "spot_usd_per_hour": _figure(min(spots)) if spots else "",
                     "source": source, "source_date": date})
+    if carry_over:
+        # A partial extract (some families only): the previous book's rows of every other type stay
+        # as they were, with their own source and date.
+        listed = {itype for itype, _ in zones}
+        out.extend(row for row in kept_rows if row["instance_type"] not in listed)
+        out.sort(key=lambda row: (row["instance_type"], row["region"]))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("vms_csv", type=Path, help="catalogs/v8/aws/vms.csv of skypilot-org/skypilot-catalog")
+    parser.add_argument("vms_csv", type=Path, nargs="+",
+                        help="catalogs/v8/aws/vms.csv of skypilot-org/skypilot-catalog, or extracts of it (same columns)")
     parser.add_argument("--commit", required=True, help="the catalog commit the file is from (40 hex digits)")
-    parser.add_argument("--date", required=True, help="that commit's date, YYYY-MM-DD")
+    parser.add_argument("--date", required=True, help="that commit's date, YYYY-MM-DD, or 'unknown' (prices are then "
+                                                       "shown as 'snapshot date unknown', never with an invented date)")
     parser.add_argument("--keep", type=Path, help="a previous price book whose accelerator memory and NeuronCores "
                                                    "win (better sourced)")
+    parser.add_argument("--carry-over", action="store_true",
+                        help="the input is an extract of some families: keep --keep's rows of every type it lacks")
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
-    if not re.fullmatch(r"[0-9a-f]{40}", args.commit) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", args.date):
-        parser.error("--commit is a full 40-digit commit id and --date YYYY-MM-DD")
-    rows = build(args.vms_csv, args.commit, args.date, args.keep)
+    if not re.fullmatch(r"[0-9a-f]{40}", args.commit) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}|unknown", args.date):
+        parser.error("--commit is a full 40-digit commit id and --date YYYY-MM-DD (or unknown)")
+    if args.carry_over and args.keep is None:
+        parser.error("--carry-over needs --keep (the book whose other types are kept)")
+    date = "" if args.date == "unknown" else args.date
+    rows = build(args.vms_csv, args.commit, date, args.keep, args.carry_over)
     with open(args.output, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, COLUMNS, lineterminator="\n")
         writer.writeheader()
