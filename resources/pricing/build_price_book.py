@@ -71,6 +71,12 @@ def _gpu_info(text: str) -> tuple[float | None, int]:
     if "TotalGpuMemoryInMiB" in info:
         return info["TotalGpuMemoryInMiB"] / 1024, 0
     devices = info.get("NeuronDevices") or []
+    if not devices and any(str(d.get("Name", "")).startswith(("Trainium", "Inferentia"))
+                           for d in info.get("Gpus") or []):
+        # Newer catalog rows list Neuron chips under "Gpus" (trn2.3xlarge), with a memory figure
+        # the Neuron docs contradict (512 GiB a Trainium2 chip against 96 GiB): cores only.
+        cores = sum(d.get("Count", 0) * (d.get("CoreInfo") or {}).get("Count", 0) for d in info["Gpus"])
+        return None, cores
     if devices:
         cores = sum(d.get("Count", 0) * (d.get("CoreInfo") or {}).get("Count", 0) for d in devices)
         memory = info.get("TotalNeuronDeviceMemoryInMiB")
@@ -119,14 +125,18 @@ def build(vms_csvs: list[Path], commit: str, date: str, keep: Path | None,
         count = _number(first["AcceleratorCount"])
         spec = {"accelerator_memory_gib": _figure(memory) if memory else ("0" if not count else ""),
                 "neuron_cores": str(cores)}
+        row_source = source
         if itype in kept:
             spec = {key: kept[itype][key] for key in KEPT_SPECS}
+            # The kept figures keep their citation ("...; accelerator memory/neuron cores: <docs>").
+            _, _, cited = kept[itype]["source"].partition(";")
+            row_source = f"{source};{cited}" if cited else source
         out.append({"instance_type": itype, "region": region, "vcpus": _figure(_number(first["vCPUs"])),
                     "memory_gib": _figure(_number(first["MemoryGiB"])),
                     "accelerator_name": first["AcceleratorName"], "accelerator_count": _figure(count or 0.0),
                     **spec, "on_demand_usd_per_hour": _figure(on_demand[0][0]) if on_demand else "",
                     "spot_usd_per_hour": _figure(min(spots)) if spots else "",
-                    "source": source, "source_date": date})
+                    "source": row_source, "source_date": date})
     if carry_over:
         # A partial extract (some families only): the previous book's rows of every other type stay
         # as they were, with their own source and date.
