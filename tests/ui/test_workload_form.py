@@ -141,3 +141,14 @@ def test_more_processes_than_the_probed_gpus_are_refused_as_you_type(make_window
     assert not form.valid
     form.nproc.setValue(1)
     assert form.valid and window.run_button.isEnabled()
+
+
+def test_model_args_nested_past_what_a_run_carries_are_a_sentence_under_the_field(make_window):
+    form = make_window().workload
+    form.model_args.setText("k=" + "[" * 3000)  # json's reader gives up (RecursionError) before the end
+    assert form.message.text() == "--model-arg 'k' nests deeper than the 28 levels a run's events can carry"
+    assert form.error_field == "model_args" and not form.valid
+    form.model_args.setText("k=" + "[" * 40 + "]" * 40)  # read, then refused by the spec's own limit
+    assert "nests deeper than the 28 levels" in form.message.text() and form.error_field == "model_args"
+    form.model_args.setText("k=" + "[" * 28 + "]" * 28)
+    assert form.valid and form.spec().model_args["k"] is not None
