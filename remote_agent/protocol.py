@@ -412,7 +412,7 @@ class NodePlacement:
              "master_addr %r is not a host name or address" % (self.master_addr,))
         for name in ("master_port", "comm_port"):
             port = getattr(self, name)
-            need(isinstance(port, int) and 0 <= port <= 65535 and (port or name == "comm_port"),
+            need(type(port) is int and 0 <= port <= 65535 and (port or name == "comm_port"),
                  "%s must be a port number, not %r" % (name, port))
         need(isinstance(self.rendezvous_timeout_s, int) and self.rendezvous_timeout_s > 0,
              "rendezvous_timeout_s must be a positive number of seconds")
