@@ -37,8 +37,7 @@ from app.core.quoting import clean, quoted
 from app.services.run_control import TappedTransport, cancel_run
 from app.services.session import CANCEL_TIMEOUT_S, RECONNECT_FOR_S, Detached, Event, EventCallback, RunSession
 from app.services.transport import AgentProcess, Transport
-from remote_agent.protocol import (PROTOCOL_VERSION, RENDEZVOUS_TIMEOUT_S, NodePlacement, RunSpec, SpecError,
-                                   new_run_id)
+from remote_agent.protocol import PROTOCOL_VERSION, RENDEZVOUS_TIMEOUT_S, NodePlacement, RunSpec, SpecError, new_run_id
 
 Notice = Callable[[str], None]
 

@@ -1,4 +1,4 @@
-"""A launched run whose stream cannot be followed (a protocol error) is cancelled on its host, and the sentence says so."""
+"""A launched run whose stream cannot be followed (a protocol error) is cancelled on its host, and that is said."""
 from __future__ import annotations
 
 import json
