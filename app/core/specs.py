@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.core.errors import BadSpecError
+from app.core.numbers import counted
 from app.core.quoting import quoted
 from app.core.target_ci import spec_target
 from remote_agent.capacity import nproc_problem
@@ -100,8 +101,9 @@ def spec_summary(spec: RunSpec | Mapping[str, Any]) -> str:
     """One line naming what runs: ``train vit_tiny_patch16_224 · batch 8 · 30 steps · cpu``."""
     data = spec.to_dict() if isinstance(spec, RunSpec) else dict(spec)
     sizes = ",".join(str(b) for b in data.get("batch_sizes", []))
-    work = spec_target(data) or (f"{data.get('steps')} steps" if data.get("workload") == "train"
-                                 else f"≥{data.get('min_iters')} requests and ≥{data.get('duration')} s per size")
+    requests = counted(data.get("min_iters") or 0, "request")
+    work = spec_target(data) or (counted(data.get("steps") or 0, "step") if data.get("workload") == "train"
+                                 else f"≥{requests} and ≥{data.get('duration')} s per size")
     procs = f" × {data['nproc']} processes" if data.get("nproc", 1) > 1 else ""
     lengths = data.get("seq_lens") or []
     if lengths:
