@@ -156,10 +156,13 @@ EVENT_SCHEMAS: Dict[str, Dict[str, Any]] = {
 class SchemaError(ValueError):
     """What is wrong with a value, and where: ``path`` lists the keys and indexes from the event down."""
 
-    def __init__(self, what: str, path: Optional[List[Any]] = None) -> None:
+    def __init__(self, what: str, path: Optional[List[Any]] = None, limit: str = "") -> None:
         super().__init__(what)
         self.what = what
         self.path = path if path is not None else []
+        # Which of check_json's limits was passed ("depth", "json" for a value JSON cannot hold), so a caller
+        # that checks a value deeper inside an event (a RunSpec's model arguments) can word it for its user.
+        self.limit = limit
 
     def where(self) -> str:
         text = ""
@@ -196,7 +199,7 @@ def check_json(value: Any, surrogates: bool = True, depth: int = 0) -> None:
             raise SchemaError("is %r, not a number (a value that cannot be read is null)" % value)
     elif kind is dict or kind is list:
         if depth >= MAX_DEPTH:
-            raise SchemaError("nests deeper than %d levels" % MAX_DEPTH)
+            raise SchemaError("nests deeper than %d levels" % MAX_DEPTH, limit="depth")
         if len(value) > MAX_ITEMS:
             raise SchemaError("holds %d entries, over the %d allowed" % (len(value), MAX_ITEMS))
         items = value.items() if kind is dict else enumerate(value)
@@ -209,7 +212,7 @@ def check_json(value: Any, surrogates: bool = True, depth: int = 0) -> None:
                 exc.path.append(key)
                 raise
     else:  # json.loads makes nothing else; a caller handing us objects is a bug, refused all the same
-        raise SchemaError("is a %s, not a JSON value" % kind.__name__)
+        raise SchemaError("is a %s, not a JSON value" % kind.__name__, limit="json")
 
 
 _SIMPLE = {

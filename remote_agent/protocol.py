@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 
 from remote_agent.event_schema import EVENT_SCHEMAS, SchemaError, check_event
 from remote_agent.model_ref import TASKS, ModelRefError, check_model_file, parse_model_ref, strip_model_file_text
+from remote_agent.spec_limits import wire_problem
 
 PROTOCOL_VERSION = 1
 MAX_LINE_BYTES = 1 << 20
@@ -260,6 +261,10 @@ class RunSpec:
         def is_int(value: Any) -> bool:
             return isinstance(value, int) and not isinstance(value, bool)
 
+        # First: what the events could not carry (and the checks below would recurse into) is refused here.
+        problem = wire_problem({f.name: getattr(self, f.name) for f in fields(self)})
+        if problem:
+            raise SpecError(*problem)
         need(self.workload in WORKLOADS, "workload",
              "workload must be one of %s, not %r" % (", ".join(WORKLOADS), self.workload))
         try:
@@ -407,7 +412,7 @@ class NodePlacement:
              "master_addr %r is not a host name or address" % (self.master_addr,))
         for name in ("master_port", "comm_port"):
             port = getattr(self, name)
-            need(isinstance(port, int) and 0 <= port <= 65535 and (port or name == "comm_port"),
+            need(type(port) is int and 0 <= port <= 65535 and (port or name == "comm_port"),
                  "%s must be a port number, not %r" % (name, port))
         need(isinstance(self.rendezvous_timeout_s, int) and self.rendezvous_timeout_s > 0,
              "rendezvous_timeout_s must be a positive number of seconds")

@@ -7,7 +7,7 @@ import time
 from typing import Any, TextIO
 
 from app.core.model_text import where_text
-from app.core.numbers import figure
+from app.core.numbers import counted, figure
 from app.core.progress import ProgressTracker
 from app.core.quoting import clean
 from app.core.target_ci import interval_text
@@ -129,7 +129,7 @@ class ProgressPrinter:
     def _on_latency(self, event: dict[str, Any]) -> None:
         shape = where_text(event["batch_size"], event.get("seq_len"))
         self._progress(self.tracker.fraction, f"{shape}: p50 {event['p50_ms']:.2f} ms, "
-                       f"p99 {event['p99_ms']:.2f} ms over {event['count']} requests"
+                       f"p99 {event['p99_ms']:.2f} ms over {counted(event['count'], 'request')}"
                        + interval_text(event.get("ci_pct"), getattr(self.spec, "target_ci", None), ", "))
 
     def _on_log(self, event: dict[str, Any]) -> None:

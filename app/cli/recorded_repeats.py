@@ -42,16 +42,17 @@ def recorded_repeats(args: argparse.Namespace, store: RunStore, book: PriceBook,
             printer(event)
 
         run = make_run(run_id, on_event, printer)
-        try:
-            result = recorder.finish(group.follow(run))
-        except Detached as exc:
-            if run.launched:
-                recorder.abandon()  # it goes on on its nodes: `runs attach` picks it up
-                break
-            result = failed_result(host, spec.to_dict(), run_id, exc)
-            result = recorder.finish(dict(result, status="cancelled"))
-        except NeuronBenchError as exc:
-            result = recorder.fail(exc)
+        with group.holding(run):  # a Ctrl-C waits until the Result is stored, not only until the run ended
+            try:
+                result = recorder.finish(group.follow(run))
+            except Detached as exc:
+                if run.launched:
+                    recorder.abandon()  # it goes on on its nodes: `runs attach` picks it up
+                    break
+                result = failed_result(host, spec.to_dict(), run_id, exc)
+                result = recorder.finish(dict(result, status="cancelled"))
+            except NeuronBenchError as exc:
+                result = recorder.fail(exc)
         if args.repeats > 1:
             result["repeat"] = {"index": repeat, "of": args.repeats}
         results.append(result)

@@ -9,6 +9,7 @@ from app.core.compare import WORK
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
 from app.core.mfu import mfu_text
 from app.core.model_text import check_mark_of
+from app.core.numbers import counted
 from app.core.quoting import clean, clean_block
 from app.core.runrecord import StoredRun, fingerprint
 
@@ -83,7 +84,7 @@ def format_cost(cost: dict[str, Any] | None) -> list[str]:
 def format_run_detail(run: StoredRun, telemetry_rows: int, result_text: str | None) -> str:
     lines = [f"run {run.run_id} · {run.host} · {run.status}",
              f"  created     {when(run.created_at)}; ended {when(run.ended_at)}",
-             f"  stored      {run.event_count} events, {telemetry_rows} telemetry buckets"]
+             f"  stored      {counted(run.event_count, 'event')}, {counted(telemetry_rows, 'telemetry bucket')}"]
     if run.status == "unfinished":
         lines.append("  unfinished: the app recording it stopped before the run ended; its host may still hold "
                      "the rest (re-attach to fetch it)")

@@ -7,7 +7,7 @@ from app.cli.monitor_view import size_text
 from app.core.ec2_cost import format_minutes, format_usd
 from app.core.mfu import mfu_text
 from app.core.model_text import check_mark, format_check, format_model
-from app.core.numbers import figure
+from app.core.numbers import counted, figure
 from app.core.quoting import clean_block
 from app.core.specs import spec_summary
 from app.core.target_ci import stop_text
@@ -142,7 +142,7 @@ def format_infer_table(infer: list[dict[str, Any]]) -> list[str]:
         compute = format_compute(row, "forward")
         if stop or compute:
             lines.append(f"  batch {row.get('batch_size')}" + (f" seq {row['seq_len']}" if row.get("seq_len") else "")
-                         + (f": stopped {stop}, {row.get('iterations')} requests" if stop else ":"))
+                         + (f": stopped {stop}, {counted(row.get('iterations') or 0, 'request')}" if stop else ":"))
             lines += ["  " + line for line in compute]
     if any(not row.get("p99_reliable", True) for row in infer):
         lines.append("  * p99 from fewer than 100 requests: rough")

@@ -4,6 +4,11 @@ from __future__ import annotations
 NA = "N/A"
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 event``, ``0 events``, ``12000 events``: a count with its noun in the number it needs."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def figure(value: float | None, digits: int = 4) -> str:
     """``value`` to ``digits`` significant digits; large values in full with thousands separators."""
     if value is None:

@@ -6,9 +6,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.core.errors import BadSpecError
+from app.core.numbers import counted
+from app.core.quoting import quoted
 from app.core.target_ci import spec_target
 from remote_agent.capacity import nproc_problem
 from remote_agent.protocol import RunSpec, SpecError
+from remote_agent.spec_limits import MODEL_ARG_LEVELS
 
 __all__ = ["RunSpec", "build_spec", "flag_for", "host_fit_problem", "model_config_problem", "parse_batch_sizes",
            "parse_model_args", "parse_sizes"]
@@ -20,7 +23,7 @@ def flag_for(field_name: str) -> str:
     return meta.get("flag") or "--" + field_name.replace("_", "-")
 
 
-def _literal(text: str) -> Any:
+def _literal(key: str, text: str) -> Any:
     """``32`` -> 32, ``0.1`` -> 0.1, ``true``/``True`` -> True, ``none``/``null`` -> None, ``[1,2]`` -> list;
     anything else stays a string (so ``global_pool=avg`` needs no quotes)."""
     aliases = {"True": True, "False": False, "None": None, "none": None}
@@ -30,6 +33,9 @@ def _literal(text: str) -> Any:
         value = json.loads(text)
     except ValueError:
         return text
+    except RecursionError:  # json's reader gives up long before the end: nested far past what a run carries
+        raise BadSpecError(f"--model-arg {quoted(key)} nests deeper than the {MODEL_ARG_LEVELS} levels a run's "
+                           f"events can carry") from None
     return value if isinstance(value, (int, float, bool, list)) or value is None else text
 
 
@@ -39,8 +45,8 @@ def parse_model_args(items: Iterable[str]) -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise BadSpecError(f"--model-arg {item!r} is not KEY=VALUE (e.g. --model-arg img_size=32)")
-        args[key.strip()] = _literal(value.strip())
+            raise BadSpecError(f"--model-arg {quoted(item)} is not KEY=VALUE (e.g. --model-arg img_size=32)")
+        args[key.strip()] = _literal(key.strip(), value.strip())
     return args
 
 
@@ -81,6 +87,8 @@ def build_spec(base: RunSpec | Mapping[str, Any] | None = None, **changes: Any) 
 
 def _flagged(message: str) -> str:
     """Say ``--steps``/``--warmup`` where the spec's message says ``steps``/``warmup``."""
+    if message.startswith("model argument "):  # one argument: not the --model flag its first word would say
+        return "--model-arg " + message[len("model argument "):]
     for name in sorted(RunSpec.field_help(), key=len, reverse=True):
         readable = name.replace("_", " ")
         for spelled in (name, readable):
@@ -93,8 +101,9 @@ def spec_summary(spec: RunSpec | Mapping[str, Any]) -> str:
     """One line naming what runs: ``train vit_tiny_patch16_224 · batch 8 · 30 steps · cpu``."""
     data = spec.to_dict() if isinstance(spec, RunSpec) else dict(spec)
     sizes = ",".join(str(b) for b in data.get("batch_sizes", []))
-    work = spec_target(data) or (f"{data.get('steps')} steps" if data.get("workload") == "train"
-                                 else f"≥{data.get('min_iters')} requests and ≥{data.get('duration')} s per size")
+    requests = counted(data.get("min_iters") or 0, "request")
+    work = spec_target(data) or (counted(data.get("steps") or 0, "step") if data.get("workload") == "train"
+                                 else f"≥{requests} and ≥{data.get('duration')} s per size")
     procs = f" × {data['nproc']} processes" if data.get("nproc", 1) > 1 else ""
     lengths = data.get("seq_lens") or []
     if lengths:

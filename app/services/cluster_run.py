@@ -33,10 +33,11 @@ from app.core.cluster import (
     plan_nodes,
 )
 from app.core.errors import AgentError, NeuronBenchError
+from app.core.quoting import clean, quoted
 from app.services.run_control import TappedTransport, cancel_run
 from app.services.session import CANCEL_TIMEOUT_S, RECONNECT_FOR_S, Detached, Event, EventCallback, RunSession
 from app.services.transport import AgentProcess, Transport
-from remote_agent.protocol import PROTOCOL_VERSION, RENDEZVOUS_TIMEOUT_S, NodePlacement, RunSpec, new_run_id
+from remote_agent.protocol import PROTOCOL_VERSION, RENDEZVOUS_TIMEOUT_S, NodePlacement, RunSpec, SpecError, new_run_id
 
 Notice = Callable[[str], None]
 
@@ -211,17 +212,30 @@ class ClusterRun:
             raise AgentError(f"{label} is not ready: {type(exc).__name__}: {exc}") from None
 
     def _choose_master(self) -> tuple[str, int, int]:
-        """Node 0's address on its route to node 1 (unless given) and two ports free there."""
+        """Node 0's address on its route to node 1 (unless given) and two ports free there.
+
+        Node 0's answer is a host's text like any other: whatever its shape, a wrong one fails the
+        run in one sentence naming the node, before any node is started.
+        """
         lead = self.nodes[0]
         process = lead.target.transport.start(["master", "--peer", self.nodes[1].target.address])
         lines = [line for line in process.lines() if line.strip()]
         code = process.wait(timeout=30)
+        failed = f"{lead.plan.label} could not pick a master address and ports"
         try:
             found = json.loads(lines[-1])
-        except (IndexError, ValueError):
-            raise AgentError(f"{lead.plan.label} could not pick a master address and ports: "
-                             f"{process.stderr_text().strip() or f'agent exit status {code}'}") from None
-        return self.master_addr or str(found["address"]), int(found["master_port"]), int(found["comm_port"])
+        except (IndexError, ValueError, RecursionError):
+            raise AgentError(f"{failed}: {clean(process.stderr_text().strip() or f'agent exit status {code}')}",
+                             detail=process.stderr_text()) from None
+        try:  # NodePlacement's own checks: the address torchrun takes, ports 1-65535 (comm_port 0: not Neuron)
+            address = self.master_addr or found["address"]
+            NodePlacement(node_rank=0, nnodes=len(self.nodes), master_addr=address,
+                          master_port=found["master_port"], comm_port=found["comm_port"])
+        except (KeyError, TypeError, SpecError) as exc:
+            why = exc if isinstance(exc, SpecError) else f"no {exc}" if isinstance(exc, KeyError) else "not an object"
+            raise AgentError(f"{failed}: its answer {quoted(lines[-1].decode(errors='replace'), 80)} is not an "
+                             f"address and two ports ({clean(why)})") from None
+        return address, found["master_port"], found["comm_port"]
 
     # ------------------------------------------------------------------ following
     def _follow(self, start: Callable[[_Node], dict[str, Any]]) -> dict[str, Any]:

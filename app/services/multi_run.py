@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,34 +78,45 @@ def run_on_hosts(transports: Sequence[Transport], spec: RunSpec, repeats: int = 
             session = RunSession(transport, spec, **(session_options or {}))
             listener = listener_for(RunTicket(transport.host, session.run_id, repeat, repeats)) \
                 if listener_for else RunListener()
-            if host_error is not None:
-                result = failed_result(transport.host, spec.to_dict(), session.run_id, host_error)
-            else:
-                session.on_event, session.on_notice = listener.on_event, listener.on_notice
-                try:
-                    result = group.follow(session) if group is not None else session.run()
-                except Detached:
-                    if not session.launched:
-                        result = session.not_started_result()
-                    else:
-                        if listener.on_detached is not None:
-                            listener.on_detached()
-                        return
-                except HOST_ERRORS as exc:
-                    host_error = exc
-                    result = failed_result(transport.host, spec.to_dict(), session.run_id, exc)
-                except NeuronBenchError as exc:
-                    result = failed_result(transport.host, spec.to_dict(), session.run_id, exc)
-                except Exception as exc:  # a bug must not take the other hosts down: report it as this host's failure
-                    error = NeuronBenchError(f"internal error while running on {transport.host}: "
-                                             f"{type(exc).__name__}: {exc}", detail=traceback.format_exc())
-                    result = failed_result(transport.host, spec.to_dict(), session.run_id, error)
-            if repeats > 1:
-                result["repeat"] = {"index": repeat, "of": repeats}
-            result = transport.run_ended(result, last=repeat == repeats) or result
-            if listener.on_result is not None:
-                result = listener.on_result(result)
+            # Until its Result is recorded (listener.on_result), a Ctrl-C waits for this run (RunGroup.settled).
+            with group.holding(session) if group is not None else nullcontext():
+                outcome = one_run(transport, session, listener, host_error, repeat)
+            if outcome is None:
+                return  # left running on its host
+            result, host_error = outcome
             results[index].append(result)
+
+    def one_run(transport: Transport, session: RunSession, listener: RunListener,
+                host_error: NeuronBenchError | None, repeat: int) -> tuple[Result, NeuronBenchError | None] | None:
+        """One repeat followed and recorded: its Result and the host's error so far (None: left running)."""
+        if host_error is not None:
+            result = failed_result(transport.host, spec.to_dict(), session.run_id, host_error)
+        else:
+            session.on_event, session.on_notice = listener.on_event, listener.on_notice
+            try:
+                result = group.follow(session) if group is not None else session.run()
+            except Detached:
+                if not session.launched:
+                    result = session.not_started_result()
+                else:
+                    if listener.on_detached is not None:
+                        listener.on_detached()
+                    return None
+            except HOST_ERRORS as exc:
+                host_error = exc
+                result = failed_result(transport.host, spec.to_dict(), session.run_id, exc)
+            except NeuronBenchError as exc:
+                result = failed_result(transport.host, spec.to_dict(), session.run_id, exc)
+            except Exception as exc:  # a bug must not take the other hosts down: report it as this host's failure
+                error = NeuronBenchError(f"internal error while running on {transport.host}: "
+                                         f"{type(exc).__name__}: {exc}", detail=traceback.format_exc())
+                result = failed_result(transport.host, spec.to_dict(), session.run_id, error)
+        if repeats > 1:
+            result["repeat"] = {"index": repeat, "of": repeats}
+        result = transport.run_ended(result, last=repeat == repeats) or result
+        if listener.on_result is not None:
+            result = listener.on_result(result)
+        return result, host_error
 
     if len(transports) == 1:
         one_host(0, transports[0])

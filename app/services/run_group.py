@@ -13,6 +13,11 @@ thread can act on all of them at once:
   raises Detached and ``left_running`` names them, for ``runs attach`` and
   ``runs cancel``.
 
+A run's Result is worth waiting for only once it is recorded (priced, stored): a
+caller that does that after ``follow`` returns wraps both in ``holding(run)``, and
+``settled()`` stays false until the block ends, so a Ctrl-C never closes the store
+under a Result being written.
+
 A run is a ``RunSession`` (one host) or a ``ClusterRun`` (several nodes, or a
 Slurm job): anything with ``run_id``, ``host``, ``launched``, ``run()``,
 ``cancel()`` and ``detach()``.
@@ -20,6 +25,8 @@ Slurm job): anything with ``run_id``, ``host``, ``launched``, ``run()``,
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -55,6 +62,7 @@ class RunGroup:
         self.detached = False
         self.left_running: list[LeftRunning] = []
         self._live: list[Followable] = []
+        self._held: list[Followable] = []  # inside holding(): followed, then recorded
         self._lock = threading.Lock()
 
     @property
@@ -113,10 +121,23 @@ class RunGroup:
         for run in live:
             run.detach()
 
+    @contextmanager
+    def holding(self, run: Followable) -> Iterator[None]:
+        """``run`` counts as unsettled (once launched) until this block ends: its ``follow`` and what the
+        caller does with the Result after it (pricing it, storing it)."""
+        with self._lock:
+            self._held.append(run)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held.remove(run)
+
     def settled(self) -> bool:
-        """Stopped, and no run is still launched and followed: waiting longer would wait for nothing.
+        """Stopped, and no launched run is still followed or having its Result recorded: waiting longer
+        would wait for nothing.
 
         A run that never launched (its host still connecting, or asking a question) never will.
         """
         with self._lock:
-            return self.stopped and not any(run.launched for run in self._live)
+            return self.stopped and not any(run.launched for run in (*self._live, *self._held))

@@ -103,7 +103,9 @@ class EventStream:
                 self._tracker.check(event)
             except ProtocolError as exc:
                 self.process.kill()
-                raise with_refusals(ProtocolViolation(f"the agent on {self.host} broke protocol v1: {exc}",
+                # "the first event must be hello" after a refused hello: the refusal is what to read
+                said = f" ({self.refused.summary()})" if self.refused.count else ""
+                raise with_refusals(ProtocolViolation(f"the agent on {self.host} broke protocol v1: {exc}{said}",
                                                       detail=self.process.stderr_text()), self.refused) from None
             if event["seq"] <= self.skip_through:
                 continue
@@ -338,6 +340,36 @@ class RunSession:
             self._cancel_if_due()  # the run exists on its host now (or it is back after a reconnect)
 
     def _follow(self, process: AgentProcess) -> dict[str, Any]:
+        try:
+            return self._follow_stream(process)
+        except ProtocolViolation as exc:
+            raise self._stopped_after(exc) from None
+
+    def _stopped_after(self, error: ProtocolViolation) -> ProtocolViolation:
+        """A stream we cannot follow ended a launched run's session: cancel the run, so nothing is left
+        going on its host with nobody watching, and say how that went in the error's own sentence."""
+        with self._lock:
+            stop = self.launched and not self._detached and self.end is None
+        if not stop:
+            return error
+        host = self.transport.host
+        try:
+            code, stderr = agent_cancel(self.transport, self.run_id)
+        except NeuronBenchError as exc:
+            code, stderr = None, str(exc)
+        if code == 0:
+            said = f"run {self.run_id} was cancelled there: no process of it is left on {host}"
+        elif code == AGENT_EXIT_NO_SUCH_RUN:
+            said = f"run {self.run_id} had already ended on {host}"
+        else:
+            reason = _stderr_sentence(stderr) if stderr.strip() else f"cancel exited with code {code}"
+            said = (f"cancelling run {self.run_id} failed ({clean(reason)}): "
+                    f"`neuronbench runs cancel {self.run_id} --host {host}` stops it")
+        stopped = ProtocolViolation(f"{error}; {said}", detail=error.detail)
+        stopped.__dict__.update({k: v for k, v in error.__dict__.items() if k != "detail"})  # events_refused
+        return stopped
+
+    def _follow_stream(self, process: AgentProcess) -> dict[str, Any]:
         lost_since: float | None = None
         while True:
             self.stream = self._stream(process)

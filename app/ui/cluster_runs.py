@@ -10,6 +10,7 @@ from typing import Any
 from app.core.cluster import declared_multinode_problem, launched_nodes_problem, node_address
 from app.core.errors import BadSpecError, NeuronBenchError
 from app.core.hosts import HostProfile
+from app.core.quoting import clean
 from app.core.slurm import SlurmSettings, slurm_spec
 from app.core.specs import build_spec
 from app.services.cluster_run import ClusterRun, NodeTarget
@@ -63,7 +64,7 @@ class ClusterRunsMixin:
         self.settings.set_workload(self.workload.form_values())
         self.settings.sync()
         self._update_actions()
-        self.status_label.setText(f"One training run submitted to Slurm on {host.name} ({nnodes} nodes)")
+        self.status_label.setText(f"One training run submitted to Slurm on {clean(host.name)} ({nnodes} nodes)")
         return views
 
     def _show_cluster_job(self, job: RunJob, names: list[str]) -> list[LiveRunView]:
@@ -106,7 +107,7 @@ class ClusterRunsMixin:
         job.start()
         self.reattach_banner.forget(stored.run_id)
         self.show_view(self.runs)
-        self.status_label.setText(f"Re-attached to {title}")
+        self.status_label.setText(clean(f"Re-attached to {title}"))
         self._update_actions()
         return views[0]
 

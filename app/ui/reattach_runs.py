@@ -6,6 +6,7 @@ and error panel); multi-node runs re-attach through ClusterRunsMixin._reattach_c
 from __future__ import annotations
 
 from app.core.errors import NeuronBenchError
+from app.core.quoting import clean
 from app.services.recorder import RunRecorder
 from app.services.store import StoreError
 from app.ui.widgets.live_run_view import LiveRunView
@@ -63,7 +64,7 @@ class ReattachMixin:
         job.start()
         self.reattach_banner.forget(run_id)
         self.show_view(self.runs)
-        self.status_label.setText(f"Re-attached to run {run_id} on {title}")
+        self.status_label.setText(clean(f"Re-attached to run {run_id} on {title}"))
         self._update_actions()
         return view
 

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from remote_agent.protocol import RunSpec, SpecError
+from remote_agent.event_schema import INT_MAX, INT_MIN, MAX_STR, check_event
+from remote_agent.protocol import RunSpec, SpecError, make_event
 
 
 def test_default_spec_is_the_seed_experiment():
@@ -64,3 +65,36 @@ def test_unknown_fields_in_json_are_refused():
 def test_every_field_has_help_for_cli_and_tooltips():
     for name, meta in RunSpec.field_help().items():
         assert meta["help"], name
+
+
+def _nested(levels: int) -> object:
+    value: object = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("changes, field, words", [
+    ({"steps": 10 ** 20}, "steps", "steps is an integer outside the 64-bit range"),
+    ({"batch_sizes": (2 ** 63,)}, "batch_sizes", "batch size is an integer outside the 64-bit range"),
+    ({"seed": -(10 ** 30)}, "seed", "seed is an integer outside the 64-bit range"),
+    ({"model_args": {"k": "x" * (MAX_STR + 1)}}, "model_args", "model argument k is 65537 characters long"),
+    ({"model_args": {"k": _nested(29)}}, "model_args", "model argument k nests deeper than the 28 levels"),
+    ({"model_args": {"k": _nested(900)}}, "model_args", "model argument k nests deeper than the 28 levels"),
+    ({"neuron_cc_flags": "-O1 " * 20_000}, "neuron_cc_flags", "neuron cc flags is 80000 characters long"),
+])
+def test_a_spec_the_events_could_not_carry_is_refused_before_it_starts(changes, field, words):
+    with pytest.raises(SpecError) as caught:
+        RunSpec(**changes)
+    assert caught.value.field == field and words in str(caught.value), str(caught.value)
+
+
+def test_the_deepest_spec_the_checks_let_through_passes_the_event_schema_in_hello_and_result():
+    spec = RunSpec(model_args={"k": _nested(28), "s": "x" * MAX_STR}, steps=INT_MAX, seed=INT_MIN,
+                   batch_sizes=(INT_MAX,))
+    carried = spec.to_event_dict()
+    hello = make_event("hello", 1, 1.0, agent_version="1", protocol_version=1, pid=1, python="3", run_id="r",
+                       spec=carried)
+    result = make_event("result", 2, 2.0, result={"status": "ok", "spec": carried})
+    for event in (hello, result):
+        check_event(event)

@@ -91,3 +91,19 @@ def test_every_field_answers_hostile_text_with_one_safe_sentence(field, data_dir
         hosts.read_text(encoding="utf-8")
         for profile in HostsStore(AppPaths.resolve(str(data_dir)).config).list():
             HostProfile.from_dict(json.loads(json.dumps(profile.to_dict())))
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--model-arg", "k=" + "[" * 3000], "--model-arg 'k' nests deeper than the 28 levels"),  # json gives up
+    (["--model-arg", "k=" + "[" * 500 + "]" * 500], "--model-arg k nests deeper than the 28 levels"),
+    (["--model-arg", "k=" + "x" * 70_000], "--model-arg k is 70000 characters long, over the 65536 allowed"),
+    (["--steps", str(10 ** 20)], "--steps is an integer outside the 64-bit range"),
+    (["--batch-size", str(2 ** 64)], "batch size is an integer outside the 64-bit range"),
+])
+def test_values_a_run_could_not_carry_are_one_sentence_before_anything_starts(argv, words, data_dir, capsys):
+    code = main(["run", "--host", "local", "--workload", "train", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and words in err, err
+    assert len(err.strip().splitlines()) == 1 and len(err) < 400, err
+    with RunStore(AppPaths.resolve(str(data_dir)).runs_db) as store:
+        assert [run.run_id for run in store.list_runs()] == [RUN_ID]  # nothing started, nothing stored

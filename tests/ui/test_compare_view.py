@@ -134,3 +134,20 @@ def test_export_writes_the_comparison_as_html(view, qtbot, stored_runs, tmp_path
     assert view.status.text() == f"Wrote the HTML report of 2 run(s) to {target}"
     text = target.read_text()
     assert all(run_id in text for run_id in ids) and "inf2.xlarge trains vit_tiny_patch16_224 at" in text
+
+
+def test_a_hostile_instance_type_and_host_reach_the_table_escaped_and_short(view, qtbot, stored_runs):  # noqa: F811
+    trn1, inf2 = stored_runs.train_trn1["run_id"], stored_runs.train_inf2["run_id"]
+    compared(qtbot, view, [trn1, inf2])
+    hostile = "\x1b[2J\x07trn1\r\n" + "x" * 100_000  # a declared type or a host's own answer, as it came
+    doc = {**view.doc, "rows": [dict(row, instance_type=hostile, label=hostile, price_note=hostile)
+                                for row in view.doc["rows"]]}
+    view._fill_table(doc)
+    host = COLUMNS.index("Host")
+    for row in range(view.table.rowCount()):
+        for col in range(len(COLUMNS)):
+            item = view.table.item(row, col)
+            for text in (item.text(), item.toolTip()):
+                assert not any(c in text for c in "\x1b\x07\r\n"), (COLUMNS[col], text[:80])
+                assert len(text) < 2_200, COLUMNS[col]
+        assert view.table.item(row, host).toolTip().startswith("\\x1b[2J\\x07trn1\\r\\nxxx")

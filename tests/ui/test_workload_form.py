@@ -1,6 +1,9 @@
 """The workload form: a new user can run at once; mistakes are caught as you type, in the engine's words."""
 from __future__ import annotations
 
+import hashlib
+from types import SimpleNamespace
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 
@@ -141,3 +144,29 @@ def test_more_processes_than_the_probed_gpus_are_refused_as_you_type(make_window
     assert not form.valid
     form.nproc.setValue(1)
     assert form.valid and window.run_button.isEnabled()
+
+
+def test_model_args_nested_past_what_a_run_carries_are_a_sentence_under_the_field(make_window):
+    form = make_window().workload
+    form.model_args.setText("k=" + "[" * 3000)  # json's reader gives up (RecursionError) before the end
+    assert form.message.text() == "--model-arg 'k' nests deeper than the 28 levels a run's events can carry"
+    assert form.error_field == "model_args" and not form.valid
+    form.model_args.setText("k=" + "[" * 40 + "]" * 40)  # read, then refused by the spec's own limit
+    assert "nests deeper than the 28 levels" in form.message.text() and form.error_field == "model_args"
+    form.model_args.setText("k=" + "[" * 28 + "]" * 28)
+    assert form.valid and form.spec().model_args["k"] is not None
+
+
+def test_a_stored_model_file_name_is_shown_escaped_short_and_as_plain_text(make_window):
+    text = "def build(batch_size):\n    pass\n"
+    name = "\x1b[2J<b>tower</b>\x07\r\n" + "x" * 5_000 + ".py"  # the name the run was stored with, as it came
+    # RunSpec refuses such a name today; the note must not rely on every caller having checked it.
+    spec = SimpleNamespace(model="file:/models/tower.py",
+                           model_file={"name": name, "sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text})
+    inputs = make_window().workload.model_inputs
+    inputs.keep_stored(spec)
+    note = inputs.stored_note
+    assert note.textFormat() == Qt.TextFormat.PlainText  # "<b>" is the name's text, not markup
+    for shown in (note.text(), note.toolTip()):
+        assert not any(c in shown for c in "\x1b\x07\r\n") and len(shown) < 600, shown[:80]
+    assert "copy of \\x1b[2J<b>tower</b>\\x07\\r\\nxxx" in note.text()

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.quoting import clean
 from app.services.ssh_prompts import FROM_PYPI, FROM_WHEEL, InstallOffer
 
 _INSTALL_CHOICES = {FROM_PYPI: "Install from PyPI on the host",
@@ -54,7 +55,7 @@ class HostKeyDialog(QDialog):
     def __init__(self, host: str, key_type: str, fingerprint: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("host-key-dialog")
-        self.setWindowTitle(f"Unknown host key: {host}")
+        self.setWindowTitle(f"Unknown host key: {clean(host)}")
         self.fingerprint = _mono(f"{key_type}  {fingerprint}")
         self.fingerprint.setObjectName("fingerprint")
         layout = QVBoxLayout(self)

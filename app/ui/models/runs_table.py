@@ -11,6 +11,7 @@ from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_FROM_PROFIL
 from app.core.model_text import model_label, model_tooltip
 from app.core.numbers import figure
 from app.core.numbers import usd as usd_text
+from app.core.quoting import SENTENCE_LIMIT, clean
 from app.core.runrecord import StoredRun
 from app.ui import theme
 
@@ -143,7 +144,7 @@ class RunsTableModel(QAbstractTableModel):
         text, sort_value = self._cells[index.row()][index.column()]
         column = COLUMNS[index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return text
+            return clean(text)  # host and model names, instance types: a user's or a host's text
         if role == SORT_ROLE:
             return sort_value
         if role == RUN_ROLE:
@@ -153,7 +154,7 @@ class RunsTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.TextAlignmentRole and column in ("Result", "$ per 1M"):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return self._tooltip(run, column)
+            return clean(self._tooltip(run, column), SENTENCE_LIMIT)
         return None
 
     def _dot(self, status: str) -> QPixmap:

@@ -34,6 +34,7 @@ from app.core.cost import TYPE_FROM_AFTER_RUN, type_from_label
 from app.core.mfu import mfu_sentence, mfu_text
 from app.core.model_text import check_mark_of
 from app.core.numbers import figure, usd
+from app.core.quoting import SENTENCE_LIMIT, clean
 from app.paths import AppPaths
 from app.services.pricing import load_pricebook
 from app.services.reporting import Comparison, compare_stored
@@ -303,7 +304,7 @@ class CompareView(QWidget):
 
     def _row_label(self, doc: dict[str, Any], run_id: str) -> str:
         row = next(r for r in doc["rows"] if r["run_id"] == run_id)
-        return f"{row['label']} · {run_id}"
+        return clean(f"{row['label']} · {run_id}")
 
     def _fill_baselines(self, doc: dict[str, Any]) -> None:
         self.baseline.blockSignals(True)
@@ -351,21 +352,23 @@ class CompareView(QWidget):
             ]
             billed.add(row["run_id"])
             for col, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                item.setToolTip(text)
+                # Host names, instance types, model names and price notes come from users and hosts.
+                item = QTableWidgetItem(clean(text))
+                item.setToolTip(clean(text, SENTENCE_LIMIT))
                 if COLUMNS[col] in ("Throughput", "p50 ms", "p99 ms", "$/h", "$ per 1M", "Work per $ vs baseline",
                                     "Speed vs baseline", "Benchmark $"):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if COLUMNS[col] == "Host" and row["instance_type"]:
-                    item.setToolTip(f"{row['instance_type']}: {type_from_label(row.get('instance_type_from'))}")
+                    item.setToolTip(f"{clean(row['instance_type'])}: {type_from_label(row.get('instance_type_from'))}")
                 if COLUMNS[col] == "Price source":
-                    item.setToolTip("; ".join(t for t in (text, row["price_note"]) if t))
+                    item.setToolTip(clean("; ".join(t for t in (text, row["price_note"]) if t), SENTENCE_LIMIT))
                 elif COLUMNS[col] == "MFU":
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                    item.setToolTip(mfu_sentence(row["model"].split(" ")[0], row["label"], row.get("mfu"),
-                                                 row.get("mfu_basis") or {"missing": row.get("mfu_missing")}))
+                    item.setToolTip(clean(mfu_sentence(row["model"].split(" ")[0], row["label"], row.get("mfu"),
+                                                       row.get("mfu_basis") or {"missing": row.get("mfu_missing")}),
+                                          SENTENCE_LIMIT))
                 elif COLUMNS[col] == "Difference" and group and group["overlaps_with"]:
-                    item.setToolTip("95% interval overlaps " + ", ".join(group["overlaps_with"]))
+                    item.setToolTip(clean("95% interval overlaps " + ", ".join(group["overlaps_with"]), SENTENCE_LIMIT))
                 if mark in ("WRONG", "NaN"):
                     # A compiler that gave wrong answers: the whole row says so, its figures kept.
                     item.setForeground(QColor("#c62828"))

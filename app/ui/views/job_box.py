@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from app.core.job_cost import JobSize, JobSizeError, parse_count
 from app.core.numbers import NA, figure
+from app.core.quoting import clean
 from app.ui import theme
 
 COLUMNS = ("Host", "Workload", "Batch", "Hours cold", "Hours warm", "On-demand $ cold", "On-demand $ warm",
@@ -153,7 +154,7 @@ class JobBox(QGroupBox):
                      figure(job["hours_cold"], 3), figure(job["hours_warm"], 3), _usd(job["usd_on_demand_cold"]),
                      _usd(job["usd_on_demand_warm"]), _usd(job["usd_spot_cold"]), _usd(job["usd_spot_warm"]))
             for col, text in enumerate(cells):
-                item = QTableWidgetItem(text)
+                item = QTableWidgetItem(clean(text))  # the label names a run's host and model
                 if col >= 3:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                     start = "warm" if "warm" in COLUMNS[col] else "cold"

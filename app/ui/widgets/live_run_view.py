@@ -143,7 +143,7 @@ class LiveRunView(QFrame):
         self.heading = QLabel(f"<b>{html.escape(clean(title))}</b> · {html.escape(clean(spec_summary(job.spec)))}")
         self.heading.setTextFormat(Qt.TextFormat.RichText)
         self.heading.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.heading.setToolTip(f"run {job.run_id} on {job.control.transport.describe()}")
+        self.heading.setToolTip(clean(f"run {job.run_id} on {job.control.transport.describe()}"))
         self.activity = QLabel()
         self.activity.setTextFormat(Qt.TextFormat.PlainText)  # it quotes the host (a phase's name)
         self.cancel_button = QPushButton("Cancel")

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit
 
 from app.core.errors import BadSpecError
 from app.core.model_source import TASKS, takes_seq_len, takes_task
+from app.core.quoting import clean
 from app.core.specs import model_config_problem, parse_sizes
 from app.services.model_files import ModelFileCache, model_file_for, shipped_hub_ids
 from app.ui.widgets.model_field import ModelField
@@ -53,6 +55,7 @@ class ModelInputs:
         self.check = QCheckBox("check against eager (CPU, fp32)")
         self.check.setChecked(True)
         self.stored_note = QLabel()  # says when Run sends a stored run's copy of the file
+        self.stored_note.setTextFormat(Qt.TextFormat.PlainText)  # the file's name is the user's text, never markup
         self.stored_note.setWordWrap(True)
         self.stored_note.hide()
         self.files = ModelFileCache()
@@ -105,10 +108,10 @@ class ModelInputs:
         model_file = spec.model_file
         if model_file and isinstance(model_file.get("text"), str):
             self.stored = (spec.model, dict(model_file))
-            self.stored_note.setText(f"Run sends the copy of {model_file['name']} stored with the run "
+            self.stored_note.setText(f"Run sends the copy of {clean(model_file['name'])} stored with the run "
                                      f"(sha256 {_short(model_file['sha256'])}), not the file on disk; change "
                                      f"the model to read the file again.")
-            self.stored_note.setToolTip(model_file["name"])
+            self.stored_note.setToolTip(clean(model_file["name"]))
             self.stored_note.show()
         else:
             self.forget_stored()

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
 from app.core.ec2_cost import format_minutes, format_usd
+from app.core.quoting import SENTENCE_LIMIT, clean
 from app.services.ec2.inventory import OwnedInstance
 
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -62,10 +63,11 @@ class OwnedInstances(QWidget):
         self.instances = list(instances)
         self.list.clear()
         for o in self.instances:
-            item = QListWidgetItem(describe_owned(o, now))
+            item = QListWidgetItem(clean(describe_owned(o, now)))  # its tags: text anyone with the account set
             item.setData(ID_ROLE, o.instance_id)
-            item.setToolTip(f"launched for {o.host or '?'} (run {o.run_id or '?'}) in {o.region}; "
-                            f"{'powers itself off ' + str(o.max_minutes) + ' min after boot' if o.max_minutes else ''}")
+            off = f"powers itself off {o.max_minutes} min after boot" if o.max_minutes else ""
+            item.setToolTip(clean(f"launched for {o.host or '?'} (run {o.run_id or '?'}) in {o.region}; {off}",
+                                  SENTENCE_LIMIT))
             self.list.addItem(item)
         total = sum(o.usd_so_far or 0.0 for o in self.instances)
         self.title.setText(f"<b>EC2 instances</b> · {len(self.instances)} running, {format_usd(total)} so far")
