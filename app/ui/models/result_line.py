@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from app.core.mfu import monitor_of, monitor_text, mfu_text
+from app.core.mfu import mfu_text, monitor_of, monitor_text
 from app.core.model_text import check_mark
 from app.core.numbers import NA, usd
 from app.core.quoting import clean

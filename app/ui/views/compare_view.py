@@ -357,8 +357,8 @@ class CompareView(QWidget):
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)
-                if COLUMNS[col] in ("Throughput", MONITOR, "p50 ms", "p99 ms", "$/h", "$ per 1M", "Work per $ vs baseline",
-                                    "Speed vs baseline", "Benchmark $"):
+                if COLUMNS[col] in ("Throughput", MONITOR, "p50 ms", "p99 ms", "$/h", "$ per 1M",
+                                    "Work per $ vs baseline", "Speed vs baseline", "Benchmark $"):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if COLUMNS[col] == "Host" and row["instance_type"]:
                     item.setToolTip(f"{row['instance_type']}: {type_from_label(row.get('instance_type_from'))}")
