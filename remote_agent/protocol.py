@@ -162,6 +162,9 @@ MAX_SEQ_LEN = 1 << 20
 # --target-ci: the fewest steady training steps a stop may rest on (a median of fewer is not one to trust),
 # and the loosest target that still means something.
 TARGET_CI_MIN_STEPS = 30
+# The fewest requests a p99 is read from (one request in a hundred is its whole tail): a --target-ci stop of
+# an inference batch size waits for them even when --min-iters asks for fewer.
+P99_MIN_REQUESTS = 100
 TARGET_CI_MAX_PCT = 50.0
 _MODEL_ARG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # A DNS name, IPv4 or IPv6 address (no spaces, no shell or URL syntax): torchrun's --master_addr.
@@ -220,7 +223,8 @@ class RunSpec:
     target_ci: Optional[float] = field(default=None, metadata=_help(
         "stop once the 95%% interval is within ±PCT %% (training: of the median step time, after at least "
         "%d steady steps, --steps the cap; inference: of each batch size's throughput, after --min-iters "
-        "requests, --duration the cap); 0 or unset: measure the fixed --steps / --duration" % TARGET_CI_MIN_STEPS,
+        "requests and at least %d (p99 needs them), --duration the cap); 0 or unset: measure the fixed "
+        "--steps / --duration" % (TARGET_CI_MIN_STEPS, P99_MIN_REQUESTS),
         "--target-ci"))
     precision: str = field(default="fp32", metadata=_help(
         "fp32, or bf16 by casting the model (XLA_USE_BF16 is deprecated)", "--precision"))

@@ -16,7 +16,9 @@ over the mean request latency.  Requests are not independent (a noisy neighbour,
 a clock change lasts many of them), so the interval is by batch means: the
 requests so far cut into ``BATCHES`` consecutive groups, a Student t interval over
 the groups' mean latencies, turned into throughput.  A stop needs ``--min-iters``
-requests (p99 still needs 100); ``--duration`` is the cap.
+requests and never fewer than ``P99_MIN_REQUESTS`` (100): a throughput known sooner
+would leave the row's p99 rough, and the target asks for known figures; ``--duration``
+is the cap (it may still end a batch size under 100 requests, with a warning).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import math
 import statistics
 from typing import Any, Dict, List, Optional, Tuple
 
-from remote_agent.protocol import TARGET_CI_MIN_STEPS
+from remote_agent.protocol import P99_MIN_REQUESTS, TARGET_CI_MIN_STEPS
 
 CONFIDENCE = 0.95
 MEDIAN_MIN_VALUES = 6  # below this even the extreme order statistics cover the median less than 95% of the time
@@ -130,8 +132,11 @@ class ThroughputStop:
     def __init__(self, target_pct: Optional[float], min_iters: int) -> None:
         self.target_pct = target_pct or None
         self.min_iters = min_iters
+        # The target's floor: --min-iters, raised to the requests a p99 needs (a --min-iters 20 run with a
+        # target would otherwise stop with a rough p99 whenever its throughput settles early).
+        self.floor = max(min_iters, P99_MIN_REQUESTS)
         self._sums = [0.0]  # prefix sums of the latencies: any group's mean in O(1)
-        self._next_check = min_iters
+        self._next_check = self.floor
         self.stopped_by: Optional[str] = None
 
     @property
@@ -179,6 +184,13 @@ class ThroughputStop:
         block = {"stopped_by": stopped_by, "target_ci_pct": self.target_pct, "ci_pct": pct}
         warning = None
         if self.target_pct and stopped_by != "target_ci":
+            if pct is not None and pct <= self.target_pct and self.count < self.floor:
+                # Known in time, but too few requests for the p99 the target also waits for.
+                warning = ("%s: the throughput's 95%% interval reached %s (target ±%g %%), but a stop waits for "
+                           "%d requests (p99 needs %d) and --duration %g s ended it after %d; raise --duration "
+                           "to measure longer" % (where, pct_text(pct), self.target_pct, self.floor,
+                                                  P99_MIN_REQUESTS, cap_s, self.count))
+                return block, warning
             reached = (pct_text(pct) if pct is not None else "not yet known" if self.count < 2 * BATCHES
                        else "unbounded (request times vary too much)")
             warning = ("%s: the ±%g %% target was not reached within --duration %g s: the throughput's 95%% "

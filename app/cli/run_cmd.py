@@ -28,7 +28,7 @@ from app.services.run_group import RunGroup
 from remote_agent.model_ref import TASKS, ModelRefError, parse_model_ref
 from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, RENDEZVOUS_TIMEOUT_S, WORKLOADS, RunSpec
 
-# argparse %-formats help text (for %(default)s): a percent sign the help says must reach it doubled.
+# argparse %-formats every help string (for %(default)s): the spec's own "95% interval" must reach it as "%%".
 _HELP = {name: meta.get("help", "").replace("%", "%%") for name, meta in RunSpec.field_help().items()}
 
 

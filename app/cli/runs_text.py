@@ -116,7 +116,10 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
     seq = any(row.get("seq_len") is not None for row in doc["rows"])
     tokens = any(row.get("tokens_per_s") for row in doc["rows"])
     checked = any(row.get("check_agrees") is not None or row.get("check_finite") is not None for row in doc["rows"])
+    # neuron-monitor's own FLOP/s beside our MFU: a column only where some row ran under it (Neuron).
+    monitor = any(row.get("monitor_tflops") is not None for row in doc["rows"])
     rows = [("RUN", "HOST", "INSTANCE", "BATCH", *(("SEQ",) if seq else ()), "THROUGHPUT", "MFU",
+             *(("MONITOR TFLOP/s",) if monitor else ()),
              *(("TOKENS/s",) if tokens else ()), "P99 ms", "$/h", "$ PER 1M", *(("$ PER 1M TOKENS",) if tokens else ()),
              "SPEEDUP", "PRICE-PERF", *(("CHECK",) if checked else ()))]
     for row in doc["rows"]:
@@ -125,6 +128,7 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
         rows.append((row["run_id"], row["host"], instance_cell(row), str(row["batch_size"]),
                      *((num(row.get("seq_len"), "d"),) if seq else ()),
                      f"{num(row['throughput'])} {row['unit']}", mfu_text(row.get("mfu")),
+                     *((num(row.get("monitor_tflops")),) if monitor else ()),
                      *((num(row.get("tokens_per_s")),) if tokens else ()),
                      num(row["latency_p99_ms"], ".3g"), num(row["usd_per_hour"]), num(row["usd_per_1m"]),
                      *((num(row.get("usd_per_1m_tokens")),) if tokens else ()),

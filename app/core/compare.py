@@ -114,6 +114,8 @@ def _efficiency(part: dict[str, Any]) -> dict[str, Any]:
     basis = part.get("mfu_basis") or {}
     return {"achieved_tflops": basis.get("achieved_tflops", part.get("achieved_tflops")), "mfu": part.get("mfu"),
             "mfu_dtype": basis.get("dtype"), "mfu_missing": basis.get("missing"), "mfu_basis": basis or None,
+            # On Neuron: neuron-monitor's own FLOP/s while measuring, shown beside ours (None elsewhere).
+            "monitor_tflops": basis.get("monitor_tflops"),
             # --target-ci: why the measurement ended, and the interval it ended on.
             "stopped_by": part.get("stopped_by"), "target_ci_pct": part.get("target_ci_pct"),
             "ci_pct": part.get("ci_pct")}
@@ -346,6 +348,7 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
             "benchmark_usd": _median([r["benchmark_usd"] for r in members if r["benchmark_usd"] is not None]),
             "mfu": _median([r["mfu"] for r in members if r.get("mfu") is not None]),
             "mfu_missing": members[0].get("mfu_missing"),
+            "monitor_tflops": _median([r["monitor_tflops"] for r in members if r.get("monitor_tflops") is not None]),
         })
 
     def same_measure(a: dict[str, Any], b: dict[str, Any]) -> bool:

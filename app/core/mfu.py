@@ -51,6 +51,16 @@ def monitor_tflops(result: dict[str, Any]) -> float | None:
     return sum(values) / 1e12 if values else None
 
 
+def monitor_of(part: dict[str, Any]) -> float | None:
+    """neuron-monitor's own TFLOP/s beside one part's MFU (``apply_mfu`` put it in the basis), else None."""
+    return (part.get("mfu_basis") or {}).get("monitor_tflops")
+
+
+def monitor_text(tflops: float) -> str:
+    """``neuron-monitor 64.01 TFLOP/s``: the tool's own count, named as the tool's so it is not read as ours."""
+    return f"neuron-monitor {tflops:.4g} TFLOP/s"
+
+
 def mfu_of(part: dict[str, Any], result: dict[str, Any], table: PeakTable, training: bool,
            instance_type: str | None = None) -> tuple[float | None, dict[str, Any]]:
     """(mfu, basis) of one part of a Result: the train block or one inference row."""

@@ -30,6 +30,11 @@ _COLUMNS = ("accelerator", "instance_family", "unit", "dtype", "dense_tflops", "
 # EC2 family -> the accelerator's name in the table.
 _NEURON_FAMILIES = {"trn1": "Trainium", "trn1n": "Trainium", "inf2": "Inferentia2", "trn2": "Trainium2",
                     "trn2u": "Trainium2", "trn3": "Trainium3", "inf1": "Inferentia"}
+# GPUs from before Ampere have no bf16 (or tf32) tensor cores: PyTorch runs bf16 matmuls there without them,
+# so no peak in the table stands for what ran (the table's T4 and V100 rows say "no bf16"; their fp16 peak
+# is for fp16 tensor cores, a different dtype).  Said as a fact of the chip, not as a gap in the table.
+_BEFORE_AMPERE = {"NVIDIA T4": "Turing", "NVIDIA V100 SXM2": "Volta"}
+_AMPERE_DTYPES = ("bf16", "tf32")
 _CORE_NAMES = {"Trainium": "NeuronCore-v2", "Inferentia2": "NeuronCore-v2", "Trainium2": "NeuronCore-v3",
                "Trainium3": "NeuronCore-v4", "Inferentia": "NeuronCore-v1"}
 
@@ -130,6 +135,9 @@ def peak_for(table: PeakTable, result: dict[str, Any], dtype: str, instance_type
         if model is None:
             return None, f"no dense peak in the table for the GPU {name}"
         row = table.find(model, "gpu", dtype)
+        if row is None and model in _BEFORE_AMPERE and dtype in _AMPERE_DTYPES:
+            return None, (f"the {model.replace('NVIDIA ', '')} has no {dtype} tensor cores ({_BEFORE_AMPERE[model]}, "
+                          f"before Ampere): its {dtype} matmuls run without them, so no peak stands for them")
         if row is None:
             return None, f"{model} has no dense {dtype} figure in the table"
         return Peak(model, dtype, float(row["dense_tflops"]), row["source"], "per GPU"), ""

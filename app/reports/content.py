@@ -36,6 +36,8 @@ def _results(doc: dict[str, Any]) -> list[Block]:
         checked = any(r.get("check_agrees") is not None or r.get("check_finite") is not None for r in members)
         # MFU only where a peak is known somewhere in the measure (the sentences below say why it is N/A).
         mfu = any(r.get("mfu") is not None for r in members)
+        # neuron-monitor's own FLOP/s beside ours: only where some run of the measure ran under it (Neuron).
+        monitor = any(r.get("monitor_tflops") is not None for r in members)
         # One run in the measure is its own baseline: speed and work per $ would read 1.00× on every row.
         relative = len({r["run_id"] for r in members}) > 1
         for r in members:
@@ -54,12 +56,14 @@ def _results(doc: dict[str, Any]) -> list[Block]:
                          *((usd(r.get("usd_per_1m_tokens")),) if tokens else ()),
                          *((times(r["speedup_vs_baseline"]), times(r["price_performance_vs_baseline"]))
                            if relative else ()),
-                         *((mfu_text(r.get("mfu")),) if mfu else ()), *((mark,) if checked else ())))
+                         *((mfu_text(r.get("mfu")),) if mfu else ()),
+                         *((num(r.get("monitor_tflops")),) if monitor else ()), *((mark,) if checked else ())))
         unit = UNIT_LABEL[workload]
         header = ("Host", "Run", "Batch × seq" if seq else "Batch", "Throughput",
                   *(("Tokens/s",) if tokens else ()), *(() if train else ("p50 ms", "p99 ms")), "$/h",
                   "$ per 1M", *(("$ per 1M tokens",) if tokens else ()), *(("Speed", "Work per $") if relative else ()),
-                  *(("MFU",) if mfu else ()), *(("Check",) if checked else ()))
+                  *(("MFU",) if mfu else ()), *(("neuron-monitor TFLOP/s",) if monitor else ()),
+                  *(("Check",) if checked else ()))
         blocks.append(Table(header, tuple(rows), (False, False) + (True,) * (len(header) - 2 - checked)
                             + ((False,) if checked else ()),
                             caption=f"{measure_title(workload, model)} · throughput in {unit}, "

@@ -1,4 +1,8 @@
-"""CSV report: one row per run x batch size; "N/A" for every missing value (never an empty cell or 0)."""
+"""CSV report: one row per run x batch size; "N/A" for every missing value (never an empty cell or 0).
+
+The columns are fixed, whatever the runs (a script reads them by name or place): ``monitor_tflops``
+(neuron-monitor's own count, Neuron only) is N/A elsewhere, as ``mfu`` is on a CPU.
+"""
 from __future__ import annotations
 
 import csv
@@ -10,8 +14,8 @@ COLUMNS = ("run_id", "host", "label", "instance_type", "instance_type_from", "re
            "p99_reliable", "compile_s", "compile_usd", "compile_cache", "usd_per_hour", "usd_per_1m",
            "usd_per_1m_tokens", "speedup_vs_baseline", "price_performance_vs_baseline", "price_source", "price_date",
            "price_note", "market", "repeat", "instance_id", "benchmark_s", "benchmark_usd", "job_hours", "job_usd",
-           "check_agrees", "check_finite", "check_max_rel_err", "achieved_tflops", "mfu", "stopped_by",
-           "target_ci_pct", "ci_pct")
+           "check_agrees", "check_finite", "check_max_rel_err", "achieved_tflops", "mfu", "monitor_tflops",
+           "stopped_by", "target_ci_pct", "ci_pct")
 
 
 def _cell(value: Any) -> str:

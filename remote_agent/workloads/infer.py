@@ -14,6 +14,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from remote_agent.eventlog import WorkerEvents
+from remote_agent.protocol import P99_MIN_REQUESTS
 from remote_agent.stats import latency_summary_ms, percentile
 from remote_agent.stopping import ThroughputStop
 from remote_agent.workloads import check as numerics
@@ -23,7 +24,6 @@ from remote_agent.workloads.train import Phase
 from remote_agent.workloads.under_test import traceable
 
 WINDOW_S = 0.5
-P99_MIN_REQUESTS = 100
 
 
 def _window_event(events: WorkerEvents, batch_size: int, seq_len: Optional[int], window: List[float],
@@ -103,7 +103,8 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     events.emit("phase", name="measure", state="start", **where)
     latencies: List[float] = []
     window: List[float] = []
-    # --target-ci: stop once the throughput is known (after --min-iters requests); --duration is then the cap.
+    # --target-ci: stop once the throughput is known (after --min-iters requests, and at least the 100 a p99
+    # needs); --duration is then the cap.
     rule = ThroughputStop(spec.target_ci, spec.min_iters)
     duration_done_at: Optional[int] = None  # requests measured when --duration had passed
     clock = time.perf_counter

@@ -156,6 +156,10 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         if i >= spec.steps:
             break
         if spec.target_ci and i >= spec.warmup + TARGET_CI_MIN_STEPS and agree(stop):
+            if world > 1 and local_rank == 0:
+                # One line a node (not a rank): its log then shows every node leaving at rank 0's step.
+                events.emit("log", level="info", message="rank %d of %d left at step %d: rank 0 knows the figure "
+                            "(--target-ci)" % (rank, world, i))
             break
 
     phase.name = "teardown"

@@ -167,6 +167,28 @@ def test_inference_reports_a_target_missed_at_the_duration_cap():
     assert warning.endswith("after 300 requests; raise --duration to measure longer")
 
 
+def test_a_target_waits_for_the_100_requests_a_p99_needs_even_under_a_lower_min_iters():
+    # --min-iters 20 --target-ci 50: identical requests are known at once, but the row's p99 would be rough.
+    rule = ThroughputStop(50.0, min_iters=20)
+    assert not any(rule.add(0.004) for _ in range(99))
+    assert rule.add(0.004) and rule.count == 100 and rule.stopped_by == "target_ci"
+    # A --min-iters above 100 is still the floor.
+    higher = ThroughputStop(50.0, min_iters=250)
+    assert not any(higher.add(0.004) for _ in range(249)) and higher.add(0.004) and higher.count == 250
+    # Without a target --min-iters alone decides (the loop's own rule): the rule never stops a run.
+    assert not any(ThroughputStop(None, min_iters=20).add(0.004) for _ in range(300))
+
+
+def test_a_target_known_before_100_requests_that_duration_cuts_short_says_so():
+    rule = ThroughputStop(5.0, min_iters=20)
+    assert not any(rule.add(0.004 if k % 2 else 0.0041) for k in range(60))  # --duration ran out after 60
+    block, warning = rule.outcome("duration", 0.25, "batch 4")
+    assert block["stopped_by"] == "duration" and block["ci_pct"] < 5.0
+    assert warning.startswith("batch 4: the throughput's 95% interval reached ±")
+    assert warning.endswith("(target ±5 %), but a stop waits for 100 requests (p99 needs 100) and --duration 0.25 s "
+                            "ended it after 60; raise --duration to measure longer")
+
+
 @pytest.mark.parametrize("target", [0, None])
 def test_a_target_of_zero_or_none_is_off(target):
     rule = TrainingStop(target, 0)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from remote_agent.protocol import TARGET_CI_MIN_STEPS
 from tests.conftest import REPO
 from tests.e2e.conftest import add_host, remote_profile
 from tests.e2e.test_cluster_runs import run_processes
@@ -112,6 +113,33 @@ def test_two_slurm_nodes_train_as_one_run_of_world_size_two(run_cli, ssh_env, sl
 
     stored = run_cli("runs", "show", result["run_id"], "--json", env=ssh_env).json()
     assert stored["run"]["status"] == "ok" and stored["result"]["train"]["nodes"] == 2
+
+
+def test_with_a_target_node_0_decides_and_both_slurm_nodes_leave_at_its_step(run_cli, ssh_env, slurm, data_dir,
+                                                                             tmp_path):
+    add_slurm_host(data_dir, slurm, partition="bench")
+    events_path = tmp_path / "events.jsonl"
+    # ±50 %: the loosest target, known soon after the 30 steady steps a stop rests on; 300 steps the cap.
+    out = run_cli("run", "--host", "hpc", "--nnodes", "2", *TRAIN, "--steps", "300", "--warmup", "2",
+                  "--target-ci", "50", "--accept-new-host-key", "--events", str(events_path), "--json",
+                  env=ssh_env, timeout=300)
+    assert out.code == 0, out.stderr + slurm.log_tail()
+    [result] = out.json()
+    train = result["train"]
+    assert result["status"] == "ok" and train["nodes"] == 2 and train["world_size"] == 2
+    # Node 0 stopped on the target, after the floor and before the cap; both nodes ended ok (a node still
+    # stepping would have waited in an all-reduce for ranks that had gone).
+    assert train["stopped_by"] == "target_ci" and train["target_ci_pct"] == 50 and train["ci_pct"] <= 50
+    assert train["steps_measured"] >= TARGET_CI_MIN_STEPS and train["steps_total"] < 300
+    assert [n["status"] for n in result["nodes"]] == ["ok", "ok"]
+    events = read_events(events_path)
+    steps = [e for e in events if e["type"] == "step"]
+    assert steps[-1]["i"] == train["steps_total"] and {e["node"] for e in steps} == {0}
+    # Each node's own line: it left the loop at node 0's step.
+    left = {e["node"]: e["message"] for e in events if e["type"] == "log" and " left at step " in e["message"]}
+    assert left == {0: f"rank 0 of 2 left at step {train['steps_total']}: rank 0 knows the figure (--target-ci)",
+                    1: f"rank 1 of 2 left at step {train['steps_total']}: rank 0 knows the figure (--target-ci)"}
+    assert job_state(slurm, result["slurm"]["job_id"]) == "COMPLETED"
 
 
 def test_slurm_refusing_the_job_is_one_sentence_with_its_own_reason_and_a_stored_failed_run(

@@ -87,10 +87,29 @@ def test_a_gpu_is_held_to_the_dtype_its_matmuls_ran_in():
     assert apply_mfu(_gpu_run("NVIDIA A100-SXM4-40GB", "fp32"), TABLE)["train"]["mfu_basis"]["peak_tflops"] == 19.5
     assert apply_mfu(_gpu_run("NVIDIA A100-SXM4-40GB", "tf32"), TABLE)["train"]["mfu_basis"]["peak_tflops"] == 156.0
     t4 = apply_mfu(_gpu_run("Tesla T4", "bf16"), TABLE)["train"]
-    assert t4["mfu"] is None and t4["mfu_basis"]["missing"] == "NVIDIA T4 has no dense bf16 figure in the table"
+    assert t4["mfu"] is None and t4["mfu_basis"]["missing"].startswith("the T4 has no bf16 tensor cores")
     nvl = apply_mfu(_gpu_run("NVIDIA H100 NVL", "bf16"), TABLE)["train"]
     assert nvl["mfu"] is None
     assert nvl["mfu_basis"]["missing"] == "no dense peak in the table for the GPU NVIDIA H100 NVL"
+
+
+def test_a_bf16_run_on_a_t4_says_the_chip_has_no_bf16_tensor_cores_not_that_the_table_lacks_a_row():
+    # A g4dn (T4, Turing) user who passes --precision bf16: the table's T4 rows are fp16 and fp32 only, because the
+    # chip has no bf16 tensor cores; holding the run to the fp16 peak would be a guess.
+    run = _gpu_run("Tesla T4", "bf16")
+    run["cost"] = {"instance_type": "g4dn.xlarge"}
+    train = apply_mfu(run, TABLE)["train"]
+    assert train["mfu"] is None
+    assert train["mfu_basis"]["missing"] == ("the T4 has no bf16 tensor cores (Turing, before Ampere): its bf16 "
+                                             "matmuls run without them, so no peak stands for them")
+    assert train["mfu_basis"]["achieved_tflops"] == pytest.approx(100.0)  # what it did is still shown
+    assert {r["dtype"] for r in TABLE.rows if r["accelerator"] == "NVIDIA T4"} == {"fp16", "fp32"}
+    # A V100 (Volta) likewise; an fp32 run on the T4 has its peak; a gap in the table is still called one.
+    v100 = apply_mfu(_gpu_run("Tesla V100-SXM2-16GB", "bf16"), TABLE)["train"]["mfu_basis"]["missing"]
+    assert v100.startswith("the V100 SXM2 has no bf16 tensor cores (Volta, before Ampere)")
+    assert apply_mfu(_gpu_run("Tesla T4", "fp32", "fp32"), TABLE)["train"]["mfu_basis"]["peak_tflops"] == 8.1
+    assert apply_mfu(_gpu_run("NVIDIA A10G", "fp8"), TABLE)["train"]["mfu_basis"]["missing"] == \
+        "NVIDIA A10G has no dense fp8 figure in the table"
 
 
 def _neuron_run(instance_type: str, devices: list[dict], world: int, precision: str = "bf16",

@@ -5,14 +5,15 @@ it ends, the Result's own figures replace them: the steady window's median step 
 with its 95 % interval, the throughput, and for a priced run the cost per 1M samples
 or inferences, in the CLI summary's formats (``app/cli/text.py``), so the two agree.
 Every figure of a finished run goes through ``result_parts``: text models' tokens/s,
-why a ``--target-ci`` run stopped, the MFU and the numerical check's mark are parts there.
+why a ``--target-ci`` run stopped, the MFU (and on Neuron, neuron-monitor's own TFLOP/s beside it) and the
+numerical check's mark are parts there.
 """
 from __future__ import annotations
 
 import html
 from typing import Any
 
-from app.core.mfu import mfu_text
+from app.core.mfu import mfu_text, monitor_of, monitor_text
 from app.core.model_text import check_mark
 from app.core.numbers import NA, usd
 from app.core.quoting import clean
@@ -35,6 +36,9 @@ def _efficiency(part: dict[str, Any], training: bool) -> list[str]:
         parts.append(f"stopped {stop}")
     if part.get("mfu") is not None:  # where no peak is known (a CPU) the summary and compare say why; not here
         parts.append(f"MFU {_bold(mfu_text(part['mfu']))}")
+    monitor = monitor_of(part)
+    if monitor is not None:  # on Neuron: the tool's own count beside ours (nothing elsewhere)
+        parts.append(html.escape(monitor_text(monitor)))
     return parts
 
 

@@ -47,7 +47,8 @@ from app.ui.views.job_box import JobBox
 from app.ui.widgets.charts import new_plot, nice_ceiling, restyle, style_layout
 from app.ui.widgets.status_line import StatusLine
 
-COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "MFU", "p50 ms", "p99 ms", "$/h",
+MONITOR = "neuron-monitor TFLOP/s"  # shown only where a compared run ran under neuron-monitor
+COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "MFU", MONITOR, "p50 ms", "p99 ms", "$/h",
            "Price source", "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference", "Check",
            "Benchmark $")
 COLUMN_TIPS = {
@@ -67,6 +68,8 @@ COLUMN_TIPS = {
                    "else the run's start to end (setup and compile included), at the price",
     "Check": "the compiled model against the eager model on CPU (fp32), on fresh inputs: ok, or WRONG / NaN when "
              "its answers differ beyond the tolerance (its figures then measure a model that computes something else)",
+    MONITOR: "neuron-monitor's own count of the FLOP/s while measuring, summed over the NeuronCores, beside our "
+             "MFU (Neuron runs only)",
     "MFU": "model FLOPs utilisation: FLOPs per sample x samples/s / the dense peak of the devices used, for the "
            "dtype the matmuls ran in (N/A where no peak is known, e.g. a CPU)",
 }
@@ -343,6 +346,7 @@ class CompareView(QWidget):
                 str(row["batch_size"]) + (f", seq {row['seq_len']}" if row.get("seq_len") is not None else ""),
                 f"{figure(row['throughput'])} {row['unit']}{tokens}",
                 f"{figure(ci[0])} – {figure(ci[1])}" if ci else "—", mfu_text(row.get("mfu")),
+                "" if row.get("monitor_tflops") is None else figure(row["monitor_tflops"]),
                 _ms(row["latency_p50_ms"]), p99, usd(row["usd_per_hour"]),
                 f"{row['price_source']} ({row['price_date']})" if row["price_source"] else (row["price_note"] or "N/A"),
                 usd(row["usd_per_1m"]) + per_token, _ratio(row["price_performance_vs_baseline"]),
@@ -355,8 +359,8 @@ class CompareView(QWidget):
                 # Host names, instance types, model names and price notes come from users and hosts.
                 item = QTableWidgetItem(clean(text))
                 item.setToolTip(clean(text, SENTENCE_LIMIT))
-                if COLUMNS[col] in ("Throughput", "p50 ms", "p99 ms", "$/h", "$ per 1M", "Work per $ vs baseline",
-                                    "Speed vs baseline", "Benchmark $"):
+                if COLUMNS[col] in ("Throughput", MONITOR, "p50 ms", "p99 ms", "$/h", "$ per 1M",
+                                    "Work per $ vs baseline", "Speed vs baseline", "Benchmark $"):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if COLUMNS[col] == "Host" and row["instance_type"]:
                     item.setToolTip(f"{clean(row['instance_type'])}: {type_from_label(row.get('instance_type_from'))}")
@@ -376,6 +380,8 @@ class CompareView(QWidget):
                         item.setToolTip(f"error {figure((row.get('check_max_rel_err') or 0) * 100)} % of the "
                                         "output's scale against eager on CPU (fp32); see the run's warnings")
                 self.table.setItem(index, col, item)
+        # No empty column where no run ran under neuron-monitor (a GPU or CPU comparison).
+        self.table.setColumnHidden(COLUMNS.index(MONITOR), not any(r.get("monitor_tflops") is not None for r in rows))
         self.table.resizeColumnsToContents()
         source = COLUMNS.index("Price source")
         self.table.setColumnWidth(source, min(self.table.columnWidth(source), SOURCE_COLUMN_WIDTH))
