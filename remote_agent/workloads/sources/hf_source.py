@@ -14,6 +14,7 @@ from collections import OrderedDict
 from typing import Any, Dict, List, Optional
 
 from remote_agent.workloads import synthetic
+from remote_agent.workloads.sources import hf_masks
 from remote_agent.workloads.problems import SpecProblem
 from remote_agent.workloads.under_test import Batch, ModelUnderTest, flatten_outputs, parameter_count
 
@@ -182,7 +183,7 @@ def build(name: str, spec: Any, seq_len: Optional[int]) -> ModelUnderTest:
                 "libraries": {"transformers": transformers.__version__}}
     return ModelUnderTest(module, make_batch, describe, positional=False, loss=loss,
                           labels_kwarg="labels" if task != "base" else None, call_kwargs=call_kwargs,
-                          seq_len=seq_len, notes=notes, input_names=names)
+                          seq_len=seq_len, notes=notes, input_names=names, tracing=hf_masks.traceable_masks)
 
 
 def _image_model(module: Any, config: Any, name: str, task: str, notes: List[str], spec: Any) -> ModelUnderTest:
