@@ -41,7 +41,7 @@ class HubStub:
                     return
                 self.send_response(200)
                 self.send_header("X-Repo-Commit", stub.commit)
-                self.send_header("ETag", '"%s"' % hashlib.sha1(data).hexdigest())
+                self.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
                 self.send_header("Content-Length", str(len(data)))
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
@@ -56,7 +56,7 @@ class HubStub:
 
     @property
     def endpoint(self) -> str:
-        return "http://127.0.0.1:%d" % self.server.server_address[1]
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def start(self) -> HubStub:
         self.thread.start()

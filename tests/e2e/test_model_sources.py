@@ -137,6 +137,16 @@ def test_a_torchvision_classifier_from_its_registry(run_cli):
     assert row["seq_len"] is None and row["tokens_per_s"] is None and row["check"]["agrees"] is True
 
 
+def test_a_hugging_face_image_classifier_is_fed_images_at_its_configs_size(run_cli):
+    result = _only(run_cli("run", "--host", "local", "--model", f"hf:{MODELS / 'tiny-vit'}", "--task", "classification",
+                           "--backend", "cpu", "--batch-sizes", "2", *QUICK_INFER))
+    model = result["model"]
+    assert model["class"] == "ViTForImageClassification" and model["input_shape"] == [3, 32, 32]
+    assert model["inputs"] == [{"name": "pixel_values", "shape": [2, 3, 32, 32], "dtype": "float32"}]
+    [row] = result["infer"]
+    assert row["seq_len"] is None and row["tokens_per_s"] is None and row["check"]["agrees"] is True
+
+
 def test_a_users_own_file_trains_with_its_loss_and_serves(run_cli):
     path = MODELS / "two_tower.py"
     train = _only(run_cli("run", "--host", "local", "--workload", "train", "--model", f"file:{path}",

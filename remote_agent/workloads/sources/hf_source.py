@@ -19,10 +19,12 @@ from remote_agent.workloads.under_test import Batch, ModelUnderTest, flatten_out
 
 DEFAULT_SEQ_LEN = 128
 TASK_CLASSES = {
-    "base": ("AutoModel", "MODEL_MAPPING"),
-    "classification": ("AutoModelForSequenceClassification", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING"),
-    "masked-lm": ("AutoModelForMaskedLM", "MODEL_FOR_MASKED_LM_MAPPING"),
-    "causal-lm": ("AutoModelForCausalLM", "MODEL_FOR_CAUSAL_LM_MAPPING"),
+    "base": [("AutoModel", "MODEL_MAPPING")],
+    # Text classifiers classify sequences, image ones images (ViT): the first class the config has wins.
+    "classification": [("AutoModelForSequenceClassification", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING"),
+                       ("AutoModelForImageClassification", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING")],
+    "masked-lm": [("AutoModelForMaskedLM", "MODEL_FOR_MASKED_LM_MAPPING")],
+    "causal-lm": [("AutoModelForCausalLM", "MODEL_FOR_CAUSAL_LM_MAPPING")],
 }
 # Keyword arguments of from_config rather than config fields.
 BUILD_KWARGS = ("attn_implementation",)
@@ -44,12 +46,19 @@ def apply_overrides(config: Any, model_args: Dict[str, Any], name: str) -> Dict[
     return build_kwargs
 
 
-def tasks_for(config: Any) -> List[str]:
-    """The tasks this architecture has a transformers class for."""
+def task_class(config: Any, task: str) -> Optional[str]:
+    """The transformers auto class that builds ``config`` for ``task``, or None when it has none."""
     from transformers.models.auto import modeling_auto
 
-    return [task for task, (_cls, mapping) in TASK_CLASSES.items()
-            if type(config) in getattr(modeling_auto, mapping)]
+    for auto_class, mapping in TASK_CLASSES[task]:
+        if type(config) in getattr(modeling_auto, mapping):
+            return auto_class
+    return None
+
+
+def tasks_for(config: Any) -> List[str]:
+    """The tasks this architecture has a transformers class for."""
+    return [task for task in TASK_CLASSES if task_class(config, task)]
 
 
 def max_positions(config: Any) -> Optional[int]:
@@ -77,7 +86,7 @@ def build(name: str, spec: Any, seq_len: Optional[int]) -> ModelUnderTest:
         # Sequence classification of decoder models finds the last token by the pad id.
         config.pad_token_id = getattr(config, "eos_token_id", None) or 0
     torch.manual_seed(spec.seed)
-    auto_class = getattr(transformers, TASK_CLASSES[task][0])
+    auto_class = getattr(transformers, str(task_class(config, task)))
     try:
         module = auto_class.from_config(config, **build_kwargs)
     except (TypeError, ValueError) as exc:
