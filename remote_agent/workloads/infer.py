@@ -72,7 +72,8 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     phase.name = "compile"
     events.emit("phase", name="compile", state="start", **where)
     started = time.perf_counter()
-    run = backend.compile_for_inference(model, example, workdir, shape_tag(batch_size, seq_len))
+    with mut.tracing():
+        run = backend.compile_for_inference(model, example, workdir, shape_tag(batch_size, seq_len))
     compile_s = time.perf_counter() - started
     events.emit("phase", name="compile", state="end", seconds=compile_s, **where)
 

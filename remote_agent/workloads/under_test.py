@@ -15,8 +15,9 @@ returns (tensor, tuple, dict, ModelOutput) into a tuple of tensors.
 """
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
 
 class Batch:
@@ -60,13 +61,16 @@ class ModelUnderTest:
         seq_len: the sequence length of text inputs (None for models without one).
         notes: sentences for the run's log (a stand-in loss, a capped length).
         input_names: ``forward``'s names of the inputs, in order (keyword sources).
+        tracing: a context manager factory entered while the model is compiled (Hugging Face decoders
+            swap in attention masks a tracer can record); None: nothing to do.
     """
 
     def __init__(self, module: Any, make_batch: Callable[[int, int, bool], Batch], describe: Dict[str, Any],
                  positional: bool, loss: Optional[Callable[[Any, Batch], Any]] = None,
                  labels_kwarg: Optional[str] = None, call_kwargs: Optional[Dict[str, Any]] = None,
                  seq_len: Optional[int] = None, notes: Optional[List[str]] = None,
-                 input_names: Optional[List[str]] = None) -> None:
+                 input_names: Optional[List[str]] = None,
+                 tracing: Optional[Callable[[], ContextManager[Any]]] = None) -> None:
         self.module = module
         self.input_names = list(input_names or [])
         self.make_batch = make_batch
@@ -77,6 +81,11 @@ class ModelUnderTest:
         self.call_kwargs = dict(call_kwargs or {})
         self.seq_len = seq_len
         self.notes = list(notes or [])
+        self._tracing = tracing
+
+    def tracing(self) -> ContextManager[Any]:
+        """Entered around the backend's compile (trace) of this model."""
+        return self._tracing() if self._tracing is not None else contextlib.nullcontext()
 
     @property
     def tokens_per_sample(self) -> Optional[int]:

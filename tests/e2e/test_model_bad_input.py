@@ -101,3 +101,27 @@ def test_hub_models_the_host_cannot_build(run_cli, cli_env):
     line = _one_sentence(out.stderr)
     assert "(gpt2) has no masked-lm class in transformers 4.56.2: its tasks are base, classification, causal-lm" \
         in line
+
+
+@pytest.mark.slow
+def test_a_sequence_length_for_a_model_without_one_is_one_sentence(run_cli, app_paths):
+    """--seq-len to a file whose function takes no seq_len, and to an image transformer: said by the host, which
+    alone can tell (it reads the function's signature, and builds the model to learn what it takes)."""
+    from app.services.store import RunStore
+
+    cases = [
+        (["--model", f"file:{MODELS / 'two_tower.py'}", "--seq-len", "16"],
+         "--seq-len was given but build() in two_tower.py takes no seq_len parameter: add one, or leave out "
+         "--seq-len"),
+        (["--model", f"hf:{MODELS / 'tiny-vit'}", "--task", "classification", "--seq-len", "16"],
+         f"{MODELS / 'tiny-vit'} takes images (pixel_values): it has no sequence length, leave out --seq-len"),
+    ]
+    for args, sentence in cases:
+        out = run_cli(*INFER, *args, "--json")
+        assert out.code == 1, (args, out.stderr)
+        line = _one_sentence(out.stderr)
+        assert line == f"neuronbench: error: run failed on local: {sentence}", line
+        [result] = out.json()
+        assert result["status"] == "failed" and result["error"]["kind"] == "bad_spec"
+        with RunStore(app_paths.runs_db) as store:
+            assert store.load(result["run_id"]).status == "failed"

@@ -50,6 +50,68 @@ def test_a_bert_config_traced_over_a_batch_and_sequence_length_sweep(run_cli, tm
     assert "compiled (batch 4, seq 32)" in out.stderr  # progress names each static shape
 
 
+@pytest.mark.parametrize("name, cls, batches", [("tiny-gpt2", "GPT2LMHeadModel", "1,2"),
+                                                 ("tiny-llama", "LlamaForCausalLM", "2")])
+def test_a_causal_lm_is_traced_for_inference_and_agrees_with_eager(run_cli, name, cls, batches):
+    """GPT-2's forward takes past_key_values second: the trace wrapper binds (ids, mask) by name."""
+    result = _only(run_cli("run", "--host", "local", "--model", f"hf:{MODELS / name}", "--task", "causal-lm",
+                           "--seq-lens", "16", "--backend", "cpu", "--batch-sizes", batches, *QUICK_INFER))
+    model = result["model"]
+    assert model["class"] == cls and model["task"] == "causal-lm"
+    assert [i["name"] for i in model["inputs"]] == ["input_ids", "attention_mask"]
+    assert [row["batch_size"] for row in result["infer"]] == [int(b) for b in batches.split(",")]
+    for row in result["infer"]:
+        assert row["seq_len"] == 16 and row["tokens_per_s"] == pytest.approx(row["throughput_per_s"] * 16)
+        # TorchScript on the CPU computes what eager computes, logits for every position, on inputs other
+        # than the trace example: anything but a near-zero error would be a wrong trace.
+        check = row["check"]
+        assert check["agrees"] is True and check["finite"] and check["inputs"] == 3
+        assert check["max_abs_err"] < 1e-5
+    assert not [w for w in result["warnings"] if "disagrees" in w]
+
+
+def test_electra_the_seeds_second_model_over_a_batch_and_sequence_length_sweep(run_cli):
+    """Seed 003 serves ELECTRA-large's discriminator as a base model; its tiny twin here, the preset's task."""
+    result = _only(run_cli("run", "--host", "local", "--model", f"hf:{MODELS / 'tiny-electra'}", "--task", "base",
+                           "--backend", "cpu", "--batch-sizes", "1,2", "--seq-lens", "16,32", *QUICK_INFER))
+    model = result["model"]
+    config_text = (MODELS / "tiny-electra" / "config.json").read_bytes()
+    assert model["class"] == "ElectraModel" and model["model_type"] == "electra"
+    assert model["config"]["sha256"] == hashlib.sha256(config_text).hexdigest()
+    # ELECTRA's embeddings (16 wide) are projected to the hidden size (32): a count only ELECTRA gives.
+    assert model["parameters"] == 512 * 16 + 64 * 16 + 2 * 16 + 2 * 16 + 16 * 32 + 32 + 2 * (
+        4 * (32 * 32 + 32) + 2 * 32 + 32 * 64 + 64 + 64 * 32 + 32 + 2 * 32)
+    assert [i["name"] for i in model["inputs"]] == ["input_ids", "attention_mask", "token_type_ids"]
+    shapes = [(row["batch_size"], row["seq_len"]) for row in result["infer"]]
+    assert shapes == [(1, 16), (1, 32), (2, 16), (2, 32)]
+    for row in result["infer"]:
+        assert row["throughput_per_s"] > 0
+        assert row["tokens_per_s"] == pytest.approx(row["throughput_per_s"] * row["seq_len"])
+        assert row["check"]["agrees"] is True and row["check"]["max_rel_err"] <= 1e-3
+
+
+def test_a_hugging_face_model_served_on_the_xla_backend_is_checked_against_eager(run_cli):
+    result = _only(run_cli("run", "--host", "local", "--model", f"hf:{MODELS / 'tiny-bert'}", "--task",
+                           "classification", "--seq-lens", "16", "--backend", "xla", "--batch-sizes", "2",
+                           *QUICK_INFER))
+    assert result["backend"] == "xla" and result["backend_detail"]["pjrt_device"] == "CPU"
+    [row] = result["infer"]
+    assert row["seq_len"] == 16 and row["iterations"] >= 20
+    assert row["check"]["agrees"] is True and row["check"]["precision"] == "fp32"
+
+
+def test_a_torchvision_classifier_trains_with_cross_entropy(run_cli):
+    result = _only(run_cli("run", "--host", "local", "--workload", "train", "--model", "torchvision:mobilenet_v3_small",
+                           "--model-arg", "num_classes=10", "--backend", "cpu", "--batch-size", "2", "--steps", "4",
+                           "--warmup", "1", "--workers", "0", "--json"))
+    assert result["model"]["source"] == "torchvision" and result["model"]["num_classes"] == 10
+    train = result["train"]
+    assert train["steps_measured"] == 3 and train["throughput_samples_per_s"] > 0
+    # Cross-entropy of a random 10-class classifier starts near ln(10) = 2.30.
+    check = train["check"]
+    assert check["finite"] and check["agrees"] is True and 1.8 < check["loss"] < 2.9
+
+
 def test_a_causal_lm_trains_on_xla_with_its_own_loss_and_tokens_per_second(run_cli):
     out = run_cli("run", "--host", "local", "--workload", "train", "--model", f"hf:{MODELS / 'tiny-gpt2'}",
                   "--task", "causal-lm", "--seq-len", "32", "--backend", "xla", "--batch-size", "2",
@@ -72,6 +134,16 @@ def test_a_torchvision_classifier_from_its_registry(run_cli):
                            "num_classes=10", "--backend", "cpu", "--batch-sizes", "2", *QUICK_INFER))
     assert result["model"]["source"] == "torchvision" and result["model"]["class"] == "MobileNetV3"
     assert result["model"]["inputs"] == [{"name": "x", "shape": [2, 3, 224, 224], "dtype": "float32"}]
+    [row] = result["infer"]
+    assert row["seq_len"] is None and row["tokens_per_s"] is None and row["check"]["agrees"] is True
+
+
+def test_a_hugging_face_image_classifier_is_fed_images_at_its_configs_size(run_cli):
+    result = _only(run_cli("run", "--host", "local", "--model", f"hf:{MODELS / 'tiny-vit'}", "--task", "classification",
+                           "--backend", "cpu", "--batch-sizes", "2", *QUICK_INFER))
+    model = result["model"]
+    assert model["class"] == "ViTForImageClassification" and model["input_shape"] == [3, 32, 32]
+    assert model["inputs"] == [{"name": "pixel_values", "shape": [2, 3, 32, 32], "dtype": "float32"}]
     [row] = result["infer"]
     assert row["seq_len"] is None and row["tokens_per_s"] is None and row["check"]["agrees"] is True
 

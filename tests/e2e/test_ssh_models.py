@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 MODELS = DATA / "models"
 
 
-def test_a_users_file_trains_and_a_local_config_serves_over_ssh(sshd, data_dir, run_cli, ssh_env, tmp_path):
+def test_a_users_file_trains_and_serves_and_a_local_config_serves_over_ssh(sshd, data_dir, run_cli, ssh_env, tmp_path):
     add_host(data_dir, remote_profile(sshd))
     path = tmp_path / "my_project" / "towers.py"  # nowhere the host could read it
     path.parent.mkdir()
@@ -29,6 +29,19 @@ def test_a_users_file_trains_and_a_local_config_serves_over_ssh(sshd, data_dir, 
     # The host wrote the file it received into the run's own folder, and ran that.
     ran = remote_runs_dir(sshd) / result["run_id"] / "model" / "towers.py"
     assert ran.read_text() == path.read_text()
+
+    # The same file served: traced on the host (TorchScript), at two batch sizes, each checked against eager.
+    out = run_cli("run", "--host", "box", "--workload", "infer", "--model", f"file:{path}", "--model-arg",
+                  "hidden=16", "--backend", "cpu", "--batch-sizes", "1,4", "--warmup", "1", "--min-iters", "10",
+                  "--duration", "0.1", "--json", env=ssh_env)
+    assert out.code == 0, out.stderr
+    [result] = out.json()
+    assert result["host"] == "box" and result["status"] == "ok"
+    assert result["model"]["parameters"] == 2 * (16 * 16 + 16 + 16 * 8 + 8)  # hidden=16 reached build() there
+    assert [row["batch_size"] for row in result["infer"]] == [1, 4]
+    for row in result["infer"]:
+        assert row["iterations"] >= 10 and row["throughput_per_s"] > 0 and row["check"]["agrees"] is True
+    assert (remote_runs_dir(sshd) / result["run_id"] / "model" / "towers.py").read_text() == path.read_text()
 
     out = run_cli("run", "--host", "box", "--workload", "infer", "--model", f"hf:{MODELS / 'tiny-bert'}",
                   "--task", "masked-lm", "--seq-len", "16", "--backend", "cpu", "--batch-sizes", "2",

@@ -2,79 +2,32 @@
 
 The config comes from the spec (a local config.json the app sent, or one NeuronBench
 ships for the presets) or, for a hub id, from the hub on the host (``config.json``
-only; ``from_config`` never downloads weights).  ``--model-arg key=value`` overrides
+only; ``from_config`` never downloads weights): see ``hf_config``.  ``--model-arg key=value`` overrides
 config fields (``num_hidden_layers=4``); ``--task`` picks the head.
 """
 from __future__ import annotations
 
 import difflib
 import inspect
-import json
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional
 
 from remote_agent.workloads import synthetic
 from remote_agent.workloads.problems import SpecProblem
+from remote_agent.workloads.sources import hf_config, hf_masks
 from remote_agent.workloads.under_test import Batch, ModelUnderTest, flatten_outputs, parameter_count
 
 DEFAULT_SEQ_LEN = 128
 TASK_CLASSES = {
-    "base": ("AutoModel", "MODEL_MAPPING"),
-    "classification": ("AutoModelForSequenceClassification", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING"),
-    "masked-lm": ("AutoModelForMaskedLM", "MODEL_FOR_MASKED_LM_MAPPING"),
-    "causal-lm": ("AutoModelForCausalLM", "MODEL_FOR_CAUSAL_LM_MAPPING"),
+    "base": [("AutoModel", "MODEL_MAPPING")],
+    # Text classifiers classify sequences, image ones images (ViT): the first class the config has wins.
+    "classification": [("AutoModelForSequenceClassification", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING"),
+                       ("AutoModelForImageClassification", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING")],
+    "masked-lm": [("AutoModelForMaskedLM", "MODEL_FOR_MASKED_LM_MAPPING")],
+    "causal-lm": [("AutoModelForCausalLM", "MODEL_FOR_CAUSAL_LM_MAPPING")],
 }
 # Keyword arguments of from_config rather than config fields.
 BUILD_KWARGS = ("attn_implementation",)
-
-
-def load_config(name: str, model_file: Optional[Dict[str, Any]]) -> Any:
-    """The model's config: from the text the app sent, else fetched from the hub by the host."""
-    import transformers
-
-    if model_file is not None:
-        if not isinstance(model_file.get("text"), str):
-            raise SpecProblem("the config of %s did not reach the host (the spec carries no text)" % name)
-        try:
-            data = json.loads(model_file["text"])
-        except ValueError as exc:
-            raise SpecProblem("%s's %s is not JSON: %s" % (name, model_file.get("name"), exc)) from None
-        if not isinstance(data, dict):
-            raise SpecProblem("%s's %s is not a JSON object" % (name, model_file.get("name")))
-        model_type = data.get("model_type")
-        if not model_type:
-            raise SpecProblem("%s's %s has no model_type: transformers cannot tell which architecture it "
-                              "describes" % (name, model_file.get("name")))
-        if model_type not in transformers.CONFIG_MAPPING:
-            raise SpecProblem("%s's model_type %r is not known to transformers %s on this host"
-                              % (name, model_type, transformers.__version__))
-        return transformers.CONFIG_MAPPING[model_type].from_dict(data)
-    return _fetch_config(name)
-
-
-def _fetch_config(hub_id: str) -> Any:
-    import transformers
-
-    try:
-        return transformers.AutoConfig.from_pretrained(hub_id)
-    except Exception as exc:  # the hub client raises many kinds; tell them apart by what they say
-        kind = type(exc).__name__
-        text = str(exc)
-        if kind in ("RepositoryNotFoundError", "GatedRepoError") or "is not a local folder and is not a valid " \
-                "model identifier" in text:
-            raise SpecProblem("unknown Hugging Face model %r: the hub has no such repository (or it is "
-                              "private); check the id, or give a local config directory (hf:./path)"
-                              % hub_id) from None
-        if "model_type" in text or "Unrecognized model" in text:
-            raise SpecProblem("the config of %r has no model_type transformers %s knows"
-                              % (hub_id, transformers.__version__)) from None
-        raise SpecProblem("the host could not fetch %s's config.json from the Hugging Face hub (%s): a host "
-                          "without internet needs a local config: give hf:./DIR or hf:PATH/config.json"
-                          % (hub_id, _first_line(text) or kind)) from None
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0][:200] if text.strip() else ""
 
 
 def apply_overrides(config: Any, model_args: Dict[str, Any], name: str) -> Dict[str, Any]:
@@ -93,12 +46,19 @@ def apply_overrides(config: Any, model_args: Dict[str, Any], name: str) -> Dict[
     return build_kwargs
 
 
-def tasks_for(config: Any) -> List[str]:
-    """The tasks this architecture has a transformers class for."""
+def task_class(config: Any, task: str) -> Optional[str]:
+    """The transformers auto class that builds ``config`` for ``task``, or None when it has none."""
     from transformers.models.auto import modeling_auto
 
-    return [task for task, (_cls, mapping) in TASK_CLASSES.items()
-            if type(config) in getattr(modeling_auto, mapping)]
+    for auto_class, mapping in TASK_CLASSES[task]:
+        if type(config) in getattr(modeling_auto, mapping):
+            return auto_class
+    return None
+
+
+def tasks_for(config: Any) -> List[str]:
+    """The tasks this architecture has a transformers class for."""
+    return [task for task in TASK_CLASSES if task_class(config, task)]
 
 
 def max_positions(config: Any) -> Optional[int]:
@@ -113,7 +73,7 @@ def build(name: str, spec: Any, seq_len: Optional[int]) -> ModelUnderTest:
     import torch
     import transformers
 
-    config = load_config(name, spec.model_file)
+    config, origin = hf_config.load_config(name, spec.model_file)
     build_kwargs = apply_overrides(config, spec.model_args, name)
     task = spec.task or "base"
     available = tasks_for(config)
@@ -126,7 +86,7 @@ def build(name: str, spec: Any, seq_len: Optional[int]) -> ModelUnderTest:
         # Sequence classification of decoder models finds the last token by the pad id.
         config.pad_token_id = getattr(config, "eos_token_id", None) or 0
     torch.manual_seed(spec.seed)
-    auto_class = getattr(transformers, TASK_CLASSES[task][0])
+    auto_class = getattr(transformers, str(task_class(config, task)))
     try:
         module = auto_class.from_config(config, **build_kwargs)
     except (TypeError, ValueError) as exc:
@@ -134,7 +94,7 @@ def build(name: str, spec: Any, seq_len: Optional[int]) -> ModelUnderTest:
 
     main_input = getattr(module, "main_input_name", "input_ids")
     if main_input == "pixel_values":
-        return _image_model(module, config, name, task, notes, spec)
+        return _image_model(module, config, origin, name, task, notes, spec)
     if main_input != "input_ids":
         raise SpecProblem("%s takes %s: NeuronBench makes text (input_ids) and image (pixel_values) inputs, "
                           "not audio or other modalities yet" % (name, main_input))
@@ -178,14 +138,15 @@ def build(name: str, spec: Any, seq_len: Optional[int]) -> ModelUnderTest:
         call_kwargs["use_cache"] = False
     describe = {"source": "hf", "name": name, "task": task, "class": type(module).__name__,
                 "model_type": config.model_type, "parameters": parameter_count(module),
-                "config": _config_origin(spec.model_file, name), "max_positions": limit,
+                "config": origin, "max_positions": limit,
                 "libraries": {"transformers": transformers.__version__}}
     return ModelUnderTest(module, make_batch, describe, positional=False, loss=loss,
                           labels_kwarg="labels" if task != "base" else None, call_kwargs=call_kwargs,
-                          seq_len=seq_len, notes=notes, input_names=names)
+                          seq_len=seq_len, notes=notes, input_names=names, tracing=hf_masks.traceable_masks)
 
 
-def _image_model(module: Any, config: Any, name: str, task: str, notes: List[str], spec: Any) -> ModelUnderTest:
+def _image_model(module: Any, config: Any, origin: Dict[str, Any], name: str, task: str, notes: List[str],
+                 spec: Any) -> ModelUnderTest:
     """A transformers vision model (ViT, ...): ``pixel_values`` from the config's image size."""
     import transformers
 
@@ -206,7 +167,7 @@ def _image_model(module: Any, config: Any, name: str, task: str, notes: List[str
                      % (name, task))
     describe = {"source": "hf", "name": name, "task": task, "class": type(module).__name__,
                 "model_type": config.model_type, "parameters": parameter_count(module),
-                "config": _config_origin(spec.model_file, name), "input_shape": [channels, size, size],
+                "config": origin, "input_shape": [channels, size, size],
                 "libraries": {"transformers": transformers.__version__}}
     return ModelUnderTest(module, make_batch, describe, positional=False, loss=loss,
                           labels_kwarg="labels" if task == "classification" else None,
@@ -216,9 +177,3 @@ def _image_model(module: Any, config: Any, name: str, task: str, notes: List[str
 def _stand_in_loss(outputs: Any, batch: Batch) -> Any:
     first = flatten_outputs(outputs)[0]
     return first.float().pow(2).mean()
-
-
-def _config_origin(model_file: Optional[Dict[str, Any]], name: str) -> Dict[str, Any]:
-    if model_file is None:
-        return {"from": "hub", "id": name}
-    return {"from": "spec", "file": model_file.get("name"), "sha256": model_file.get("sha256")}
