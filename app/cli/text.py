@@ -237,8 +237,11 @@ def format_telemetry(telemetry: dict[str, Any] | None) -> list[str]:
             p95 = max((d["util_p95_pct"] for d in devices if d.get("util_p95_pct") is not None), default=None)
             kinds = "/".join(sorted({_DEVICE_NAMES.get(d.get("kind"), str(d.get("kind"))) for d in devices}))
             spread = f"; per device {min(means):.1f}–{max(means):.1f}%" if len(devices) > 1 else ""
+            # A CPU host is one device, its vCPUs together: "1 CPU" read as if one of them had been measured.
+            which = ("the host's vCPUs together" if [d.get("kind") for d in devices] == ["cpu"]
+                     else f"{len(devices)} {kinds}{'s' if len(devices) > 1 else ''}{spread}")
             lines.append(f"  utilisation mean {sum(means) / len(means):.1f}% while measuring, p95 {_num(p95, '.1f')}% "
-                         f"({len(devices)} {kinds}{'s' if len(devices) > 1 else ''}{spread})")
+                         f"({which})")
         else:
             lines.append("  utilisation N/A (no device figure was read while measuring)")
     else:

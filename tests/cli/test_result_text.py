@@ -21,6 +21,12 @@ def test_neuron_utilisation_and_memory_peaks_read_in_two_lines():
     ]
 
 
+def test_a_cpu_hosts_utilisation_is_its_vcpus_together_not_one_cpu():
+    block = {"measure": {"devices": [{"index": 0, "kind": "cpu", "util_mean_pct": 62.6, "util_p95_pct": 70.0}]}}
+    assert format_telemetry(block)[0] == \
+        "  utilisation mean 62.6% while measuring, p95 70.0% (the host's vCPUs together)"
+
+
 def test_an_unsampled_measure_phase_says_why():
     block = {"measure": None, "peak": None,
              "missing": {"measure": "telemetry was switched off (telemetry_period 0)"}}
