@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
 from app.core.ec2_cost import format_minutes, format_usd
-from app.core.quoting import SENTENCE_LIMIT, clean
+from app.core.quoting import SENTENCE_LIMIT, clean, clean_block
 from app.services.ec2.inventory import OwnedInstance
 
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -63,7 +63,8 @@ class OwnedInstances(QWidget):
         self.instances = list(instances)
         self.list.clear()
         for o in self.instances:
-            item = QListWidgetItem(clean(describe_owned(o, now)))  # its tags: text anyone with the account set
+            # Two lines (id and type, then state and cost); its tags are text anyone with the account set.
+            item = QListWidgetItem(clean_block(describe_owned(o, now), SENTENCE_LIMIT))
             item.setData(ID_ROLE, o.instance_id)
             off = f"powers itself off {o.max_minutes} min after boot" if o.max_minutes else ""
             item.setToolTip(clean(f"launched for {o.host or '?'} (run {o.run_id or '?'}) in {o.region}; {off}",
