@@ -84,7 +84,7 @@ class InstanceSpec:
     vcpus: int | None = None
     memory_gib: float | None = None
     accelerator_name: str = ""
-    accelerator_count: int = 0
+    accelerator_count: int | float = 0  # a fraction for fractional-GPU types (g6f)
     accelerator_memory_gib: float | None = None
     neuron_cores: int = 0
 
@@ -133,6 +133,13 @@ def _number(text: str, column: str, line: int, kind=float):
         raise PriceBookError(f"price book line {line}: {column} {text!r} is not a number") from None
 
 
+def _count(value: float | None) -> int | float:
+    """An accelerator count: whole for most types, a fraction of a GPU for a few (g6f.large has 1/8 of an L4)."""
+    if not value:
+        return 0
+    return int(value) if value == int(value) else value
+
+
 def price_source_of(source_column: str) -> str:
     """The part of the snapshot's ``source`` column that the *price* comes from.
 
@@ -165,7 +172,7 @@ def parse_snapshot_csv(text: str) -> tuple[list[PriceEntry], list[InstanceSpec]]
                                       "snapshot"))
         specs.setdefault(itype, InstanceSpec(
             itype, _number(row["vcpus"], "vcpus", line, int), _number(row["memory_gib"], "memory_gib", line),
-            row["accelerator_name"].strip(), _number(row["accelerator_count"], "accelerator_count", line, int) or 0,
+            row["accelerator_name"].strip(), _count(_number(row["accelerator_count"], "accelerator_count", line)),
             _number(row["accelerator_memory_gib"], "accelerator_memory_gib", line),
             _number(row["neuron_cores"], "neuron_cores", line, int) or 0))
     return entries, list(specs.values())

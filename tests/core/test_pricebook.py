@@ -47,11 +47,18 @@ def test_every_row_is_read_with_both_markets_and_the_instance_specs(snapshot):
 def test_the_hosts_users_bring_are_priced_beyond_the_three_us_regions(snapshot):
     # The instance types users asked about, in a European region the first snapshot lacked.
     book = PriceBook(snapshot=snapshot[0], specs=snapshot[1])
-    for itype in ("g4dn.xlarge", "c7i.xlarge", "m5.2xlarge", "inf2.xlarge", "g5.xlarge", "p4d.24xlarge"):
+    for itype in ("g4dn.xlarge", "c7i.xlarge", "m5.2xlarge", "inf2.xlarge", "g5.xlarge", "p4d.24xlarge",
+                  "c5n.18xlarge", "r6id.large", "t4g.micro", "x2idn.32xlarge"):
         assert book.price(itype, "eu-west-1").usd_per_hour > 0, itype
     assert book.price("g4dn.xlarge", "eu-west-1").usd_per_hour == 0.587
     assert len(book.regions_of("m5.xlarge")) >= 20
     assert book.spec("g4dn.xlarge").accelerator_name == "T4"
+    # A fractional GPU is a fraction, not a parse error (g6f.large has an eighth of an L4).
+    assert book.spec("g6f.large").accelerator_count == 0.125 and book.spec("g6f.large").accelerator_name == "L4"
+    # trn2.3xlarge is in the catalog in one region, with a spot price and no public on-demand price.
+    assert book.regions_of("trn2.3xlarge") == ["ap-southeast-4"]
+    assert book.price("trn2.3xlarge", "ap-southeast-4").usd_per_hour is None
+    assert book.price("trn2.3xlarge", "ap-southeast-4", "spot").usd_per_hour > 0
 
 
 def test_the_articles_prices_are_found_with_source_and_an_honest_date(snapshot):
