@@ -149,7 +149,8 @@ def build(vms_csvs: list[Path], commit: str, date: str, keep: Path | None,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("vms_csv", type=Path, nargs="+",
-                        help="catalogs/v8/aws/vms.csv of skypilot-org/skypilot-catalog, or extracts of it (same columns)")
+                        help="catalogs/v8/aws/vms.csv of skypilot-org/skypilot-catalog, or extracts of it "
+                             "(same columns)")
     parser.add_argument("--commit", required=True, help="the catalog commit the file is from (40 hex digits)")
     parser.add_argument("--date", required=True, help="that commit's date, YYYY-MM-DD, or 'unknown' (prices are then "
                                                        "shown as 'snapshot date unknown', never with an invented date)")
