@@ -70,10 +70,10 @@ def test_a_causal_lm_is_traced_for_inference_and_agrees_with_eager(run_cli, name
     assert not [w for w in result["warnings"] if "disagrees" in w]
 
 
-def test_electra_the_seeds_second_model_over_a_batch_and_sequence_length_sweep(run_cli):
+def test_electra_the_seeds_second_model_over_a_batch_size_sweep(run_cli):
     """Seed 003 serves ELECTRA-large's discriminator as a base model; its tiny twin here, the preset's task."""
     result = _only(run_cli("run", "--host", "local", "--model", f"hf:{MODELS / 'tiny-electra'}", "--task", "base",
-                           "--backend", "cpu", "--batch-sizes", "1,2", "--seq-lens", "16,32", *QUICK_INFER))
+                           "--backend", "cpu", "--batch-sizes", "1,2", "--seq-lens", "16", *QUICK_INFER))
     model = result["model"]
     config_text = (MODELS / "tiny-electra" / "config.json").read_bytes()
     assert model["class"] == "ElectraModel" and model["model_type"] == "electra"
@@ -83,7 +83,7 @@ def test_electra_the_seeds_second_model_over_a_batch_and_sequence_length_sweep(r
         4 * (32 * 32 + 32) + 2 * 32 + 32 * 64 + 64 + 64 * 32 + 32 + 2 * 32)
     assert [i["name"] for i in model["inputs"]] == ["input_ids", "attention_mask", "token_type_ids"]
     shapes = [(row["batch_size"], row["seq_len"]) for row in result["infer"]]
-    assert shapes == [(1, 16), (1, 32), (2, 16), (2, 32)]
+    assert shapes == [(1, 16), (2, 16)]  # the sweep over lengths is BERT's test; each shape is a process
     for row in result["infer"]:
         assert row["throughput_per_s"] > 0
         assert row["tokens_per_s"] == pytest.approx(row["throughput_per_s"] * row["seq_len"])
