@@ -18,6 +18,10 @@ from app.ui.main_window import MainWindow
 from app.ui.settings import AppSettings
 from remote_agent.protocol import RunSpec
 
+# One definition for the whole folder: a session fixture imported into each test module is defined (and its
+# three real runs recorded) once per module.
+from tests.ui.stored_runs import copy_store, stored_runs  # noqa: F401
+
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 LEAK_WAIT_MS = 15_000
 

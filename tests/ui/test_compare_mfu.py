@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.stored_runs import copy_store, stored_runs, train_spec  # noqa: F401
 from tests.ui.test_compare_view import compared, table, view  # noqa: F401
 from tests.ui.views_helpers import bridge, show  # noqa: F401
 

@@ -6,7 +6,7 @@ import pytest
 from app.core.numbers import figure, usd
 from app.services.store import RunStore
 from app.ui.views.compare_view import COLUMNS, CompareView
-from tests.ui.stored_runs import copy_store, stored_runs, train_spec  # noqa: F401
+from tests.ui.stored_runs import train_spec
 from tests.ui.views_helpers import bridge, show  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -29,7 +29,7 @@ def view(stored_runs, bridge, show):  # noqa: F811
     return show(CompareView(stored_runs.paths, bridge), (1400, 850))
 
 
-def test_two_training_runs_side_by_side_with_the_decision_sentence(view, qtbot, stored_runs):  # noqa: F811
+def test_two_training_runs_side_by_side_with_the_decision_sentence(view, qtbot, stored_runs):
     trn1, inf2 = stored_runs.train_trn1, stored_runs.train_inf2
     compared(qtbot, view, [trn1["run_id"], inf2["run_id"]])
     thr = {r["run_id"]: r["train"]["throughput_samples_per_s"] for r in (trn1, inf2)}
@@ -61,7 +61,7 @@ def test_two_training_runs_side_by_side_with_the_decision_sentence(view, qtbot, 
     assert view.status.text() == "2 run(s) compared with on-demand prices."
 
 
-def test_picking_another_baseline_recomputes(view, qtbot, stored_runs):  # noqa: F811
+def test_picking_another_baseline_recomputes(view, qtbot, stored_runs):
     trn1, inf2 = stored_runs.train_trn1["run_id"], stored_runs.train_inf2["run_id"]
     compared(qtbot, view, [trn1, inf2])
     assert [view.baseline.itemData(i) for i in range(view.baseline.count())] == [trn1, inf2]
@@ -76,7 +76,7 @@ def test_picking_another_baseline_recomputes(view, qtbot, stored_runs):  # noqa:
     assert "the samples per dollar of inf2.xlarge" in view.summary.text()
 
 
-def test_spot_prices_change_every_cost_figure(view, qtbot, stored_runs):  # noqa: F811
+def test_spot_prices_change_every_cost_figure(view, qtbot, stored_runs):
     trn1 = stored_runs.train_trn1
     compared(qtbot, view, [trn1["run_id"], stored_runs.train_inf2["run_id"]])
     with qtbot.waitSignal(view.computed, timeout=30_000):
@@ -89,7 +89,7 @@ def test_spot_prices_change_every_cost_figure(view, qtbot, stored_runs):  # noqa
     assert view.status.text() == "2 run(s) compared with spot prices."
 
 
-def test_an_inference_sweep_draws_latency_against_throughput_per_batch_size(view, qtbot, stored_runs):  # noqa: F811
+def test_an_inference_sweep_draws_latency_against_throughput_per_batch_size(view, qtbot, stored_runs):
     infer = stored_runs.infer_inf2
     compared(qtbot, view, stored_runs.ids)
     rows = [r for r in table(view) if r["Run"] == infer["run_id"]]
@@ -125,7 +125,7 @@ def test_runs_without_a_result_are_one_sentence_in_the_view(qtbot, copy_store, b
     assert view.table.rowCount() == 0 and not view.export.buttons["html"].isEnabled()
 
 
-def test_export_writes_the_comparison_as_html(view, qtbot, stored_runs, tmp_path):  # noqa: F811
+def test_export_writes_the_comparison_as_html(view, qtbot, stored_runs, tmp_path):
     ids = [stored_runs.train_trn1["run_id"], stored_runs.train_inf2["run_id"]]
     compared(qtbot, view, ids)
     target = tmp_path / "compare.html"
@@ -136,7 +136,7 @@ def test_export_writes_the_comparison_as_html(view, qtbot, stored_runs, tmp_path
     assert all(run_id in text for run_id in ids) and "inf2.xlarge trains vit_tiny_patch16_224 at" in text
 
 
-def test_a_hostile_instance_type_and_host_reach_the_table_escaped_and_short(view, qtbot, stored_runs):  # noqa: F811
+def test_a_hostile_instance_type_and_host_reach_the_table_escaped_and_short(view, qtbot, stored_runs):
     trn1, inf2 = stored_runs.train_trn1["run_id"], stored_runs.train_inf2["run_id"]
     compared(qtbot, view, [trn1, inf2])
     hostile = "\x1b[2J\x07trn1\r\n" + "x" * 100_000  # a declared type or a host's own answer, as it came

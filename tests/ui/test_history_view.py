@@ -12,7 +12,7 @@ from app.core.numbers import figure, usd
 from app.services.store import RunStore
 from app.ui.models.runs_table import COLUMNS
 from app.ui.views.history_view import HistoryView
-from tests.ui.stored_runs import copy_store, stored_runs, train_spec  # noqa: F401
+from tests.ui.stored_runs import train_spec
 from tests.ui.views_helpers import bridge, show  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -41,7 +41,7 @@ def history(qtbot, stored_runs, bridge, show):  # noqa: F811
     return loaded(qtbot, show(HistoryView(stored_runs.paths, bridge)), 3)
 
 
-def test_every_stored_run_is_listed_newest_first_with_its_figures(history, stored_runs):  # noqa: F811
+def test_every_stored_run_is_listed_newest_first_with_its_figures(history, stored_runs):
     assert column(history, "Run") == stored_runs.ids[::-1]
     assert history.count.text() == "3 runs"
     trn1, infer = stored_runs.train_trn1, stored_runs.infer_inf2
@@ -60,7 +60,7 @@ def test_every_stored_run_is_listed_newest_first_with_its_figures(history, store
     assert "0.7582/h" in history.proxy.index(row, COLUMNS.index("$ per 1M")).data(Qt.ItemDataRole.ToolTipRole)
 
 
-def test_clicking_a_header_sorts_by_the_number_not_the_text(history, qtbot, stored_runs):  # noqa: F811
+def test_clicking_a_header_sorts_by_the_number_not_the_text(history, qtbot, stored_runs):
     header = history.table.horizontalHeader()
     result = COLUMNS.index("Result")
     qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
@@ -85,7 +85,7 @@ def headline(result: dict) -> float:
     return max(r["throughput_per_s"] for r in result["infer"])
 
 
-def test_the_filter_hides_the_rows_that_do_not_match(history, qtbot, stored_runs):  # noqa: F811
+def test_the_filter_hides_the_rows_that_do_not_match(history, qtbot, stored_runs):
     qtbot.keyClicks(history.filter, "INF2")
     assert sorted(column(history, "Run")) == sorted(stored_runs.ids[1:])
     assert history.count.text() == "2 of 3 runs"
@@ -98,7 +98,7 @@ def test_the_filter_hides_the_rows_that_do_not_match(history, qtbot, stored_runs
     assert history.proxy.rowCount() == 3
 
 
-def test_compare_and_rerun_ask_the_window_with_the_selected_runs(history, qtbot, stored_runs):  # noqa: F811
+def test_compare_and_rerun_ask_the_window_with_the_selected_runs(history, qtbot, stored_runs):
     assert not history.compare_button.isEnabled() and not history.export.buttons["html"].isEnabled()
     history.select_runs(stored_runs.ids[:2])
     assert history.compare_button.isEnabled() and not history.rerun_button.isEnabled()
@@ -156,7 +156,7 @@ def test_delete_asks_then_removes_the_row_and_the_stored_events(qtbot, copy_stor
         assert store.event_count(stored_runs.train_trn1["run_id"]) > 10
 
 
-def test_export_writes_an_html_report_of_the_selected_runs(history, qtbot, stored_runs, tmp_path):  # noqa: F811
+def test_export_writes_an_html_report_of_the_selected_runs(history, qtbot, stored_runs, tmp_path):
     history.select_runs(stored_runs.ids[:2])
     target = tmp_path / "history.html"
     history.export_to("html", str(target))
@@ -168,7 +168,7 @@ def test_export_writes_an_html_report_of_the_selected_runs(history, qtbot, store
 
 
 @pytest.mark.skipif(not shutil.which("pdftoppm"), reason="poppler-utils is installed by tests/system_packages.sh")
-def test_export_through_the_save_dialog_writes_a_pdf_with_pages(history, qtbot, stored_runs, tmp_path,  # noqa: F811
+def test_export_through_the_save_dialog_writes_a_pdf_with_pages(history, qtbot, stored_runs, tmp_path,
                                                                  monkeypatch):
     target = tmp_path / "runs"  # no suffix typed: the format's is added
     monkeypatch.setattr("app.ui.views.export.QFileDialog.getSaveFileName",
@@ -182,7 +182,7 @@ def test_export_through_the_save_dialog_writes_a_pdf_with_pages(history, qtbot, 
     assert len(list(tmp_path.glob("page*.png"))) >= 2
 
 
-def test_an_export_that_cannot_be_written_says_why_in_the_view(history, qtbot, stored_runs, tmp_path):  # noqa: F811
+def test_an_export_that_cannot_be_written_says_why_in_the_view(history, qtbot, stored_runs, tmp_path):
     history.select_runs(stored_runs.ids[:1])
     with qtbot.waitSignal(history.error_raised) as raised:
         history.export_to("csv", str(tmp_path / "missing-folder" / "x.csv"))

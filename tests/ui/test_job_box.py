@@ -6,7 +6,6 @@ from PySide6.QtCore import Qt
 
 from app.ui.views.compare_view import COLUMNS, CompareView
 from app.ui.views.job_box import COLUMNS as JOB_COLUMNS
-from tests.ui.stored_runs import stored_runs  # noqa: F401
 from tests.ui.views_helpers import bridge, show  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -29,7 +28,7 @@ def type_into(qtbot, widget, text: str) -> None:
     qtbot.keyClick(widget, Qt.Key.Key_Return)
 
 
-def test_typing_a_job_size_shows_its_hours_and_dollars_on_every_host(view, qtbot, stored_runs):  # noqa: F811
+def test_typing_a_job_size_shows_its_hours_and_dollars_on_every_host(view, qtbot, stored_runs):
     trn1, infer = stored_runs.train_trn1, stored_runs.infer_inf2
     with qtbot.waitSignal(view.computed, timeout=30_000):
         view.set_runs([trn1["run_id"], infer["run_id"]])
@@ -59,7 +58,7 @@ def test_typing_a_job_size_shows_its_hours_and_dollars_on_every_host(view, qtbot
 
 
 def test_a_size_that_is_not_a_count_is_refused_in_one_sentence_without_recomputing(view, qtbot,
-                                                                                      stored_runs):  # noqa: F811
+                                                                                      stored_runs):
     with qtbot.waitSignal(view.computed, timeout=30_000):
         view.set_runs([stored_runs.train_trn1["run_id"]])
     with qtbot.assertNotEmitted(view.job_box.changed):
