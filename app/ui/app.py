@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app.core.errors import NeuronBenchError
 from app.paths import AppPaths, resources_dir
+from app.ui.gc_on_gui_thread import collect_garbage_on_gui_thread
 from app.ui.qt_platform import display_problem, start_application
 from app.ui.settings import APPLICATION, ORGANIZATION, AppSettings, user_settings
 
@@ -46,6 +47,7 @@ def make_application(argv: list[str] | None = None) -> QApplication:
     application.setWindowIcon(app_icon())
     # Plots take their colours from the palette (app.ui.theme); only anti-aliasing is global.
     pg.setConfigOptions(antialias=True)
+    collect_garbage_on_gui_thread()  # never in a worker thread: see app.ui.gc_on_gui_thread
     return application
 
 
