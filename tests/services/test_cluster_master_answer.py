@@ -11,27 +11,11 @@ from app.core.pricebook import PriceBook
 from app.services.cluster_run import ClusterRun, NodeTarget
 from app.services.run_group import RunGroup
 from app.services.store import RunStore
-from app.services.transport import AgentProcess, Transport
+from app.services.transport import Transport
 from remote_agent.protocol import RunSpec
+from tests.services.test_event_fuzz import LinesProcess
 
 SPEC = RunSpec(workload="train", model="vit_tiny_patch16_224", nnodes=2, steps=20, batch_sizes=(2,))
-
-
-class Answer(AgentProcess):
-    def __init__(self, lines: list[bytes]) -> None:
-        self._lines = lines
-
-    def lines(self):
-        yield from self._lines
-
-    def wait(self, timeout=None):
-        return 0
-
-    def stderr_text(self) -> str:
-        return ""
-
-    def kill(self) -> None:
-        pass
 
 
 class Node(Transport):
@@ -42,7 +26,7 @@ class Node(Transport):
 
     def start(self, args, stdin=None):
         self.commands.append(args[0])
-        return Answer([self.answer + b"\n"] if args[0] == "master" else [])
+        return LinesProcess([self.answer + b"\n"] if args[0] == "master" else [])
 
 
 @pytest.mark.parametrize("answer, why", [
