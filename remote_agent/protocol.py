@@ -147,7 +147,13 @@ class SeqTracker:
 
 # --------------------------------------------------------------------------- run spec
 
-WORKLOADS = ("train", "infer")
+WORKLOADS = ("train", "infer", "generate", "serve")
+# serve: how the inference server is had (the user's own command line is --server-cmd, a running one --endpoint).
+SERVERS = ("transformers", "vllm")
+# The LLM workloads' default shape when none is asked for (prompt tokens in, new tokens out).
+DEFAULT_INPUT_LEN = 128
+DEFAULT_OUTPUT_LEN = 128
+MAX_CONCURRENCY = 4096
 BACKENDS = ("auto", "neuron", "xla", "cuda", "cpu")
 PRECISIONS = ("fp32", "bf16")
 DATA_SOURCES = ("host", "device")
@@ -250,10 +256,35 @@ class RunSpec:
         "--telemetry-period"))
     nnodes: int = field(default=1, metadata=_help(
         "machines one training run spans (torchrun --nnodes); --nproc processes on each", "--nnodes"))
+    # ---- LLM workloads (generate, serve): DESIGN.md §11; figures in remote_agent/llm_figures.py
+    input_lens: Tuple[int, ...] = field(default=(), metadata=_help(
+        "generate/serve: prompt tokens per request (a sweep: 128,512,2048; default %d); each input and "
+        "output length pair is one sweep point" % DEFAULT_INPUT_LEN, "--input-lens"))
+    output_lens: Tuple[int, ...] = field(default=(), metadata=_help(
+        "generate/serve: new tokens every request must produce, exactly (EOS off; default %d)"
+        % DEFAULT_OUTPUT_LEN, "--output-lens"))
+    concurrency: Tuple[int, ...] = field(default=(), metadata=_help(
+        "serve: closed-loop load levels, requests in flight at once (1,2,4,...; default 1,2,4)",
+        "--concurrency"))
+    server: str = field(default="", metadata=_help(
+        "serve: the server the agent starts on the host: transformers (transformers serve, any host) or "
+        "vllm (CUDA vLLM, or vLLM Neuron where the probe finds it); default transformers", "--server"))
+    server_cmd: str = field(default="", metadata=_help(
+        "serve: your own server's command line (llama.cpp, TGI, SGLang...) serving the OpenAI API on the "
+        "port the agent passes as {port}", "--server-cmd"))
+    endpoint: str = field(default="", metadata=_help(
+        "serve: the URL of an OpenAI-compatible server already running, as reached from the host (nothing "
+        "is started)", "--endpoint"))
+    slo: str = field(default="", metadata=_help(
+        "serve: latency objectives every level is held to, e.g. ttft_p99=2000ms,tpot_p99=100ms, or a "
+        "preset (mlperf-server, mlperf-interactive); with it, a seeded Poisson rate search finds the "
+        "highest rate that meets them", "--slo"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batch_sizes", tuple(self.batch_sizes))
         object.__setattr__(self, "seq_lens", tuple(self.seq_lens))
+        for name in ("input_lens", "output_lens", "concurrency"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "model_args", dict(self.model_args))
         self.validate()
 
@@ -346,6 +377,34 @@ class RunSpec:
         if self.nnodes > 1:
             need(self.workload == "train", "nnodes",
                  "a run spans several nodes for training only; inference runs on one node (--nnodes 1)")
+        self._validate_llm(need, is_int)
+
+    def _validate_llm(self, need: Any, is_int: Any) -> None:
+        """The LLM workloads' fields: positive, unique lengths and levels; one way to have a server."""
+        for name in ("input_lens", "output_lens", "concurrency"):
+            values = getattr(self, name)
+            readable = name.replace("_", " ")
+            limit = MAX_CONCURRENCY if name == "concurrency" else MAX_SEQ_LEN
+            for value in values:
+                need(is_int(value) and 1 <= value <= limit, name,
+                     "%s must be positive integers up to %d, not %r" % (readable, limit, value))
+            need(len(set(values)) == len(values), name,
+                 "%s repeat: %s" % (readable, ",".join(str(v) for v in values)))
+            if values:
+                need(self.workload in ("generate", "serve") and (name != "concurrency" or self.workload == "serve"),
+                     name, "%s applies to the %s workload, not %s" % (
+                         readable, "serve" if name == "concurrency" else "generate and serve", self.workload))
+        for name in ("server", "server_cmd", "endpoint", "slo"):
+            value = getattr(self, name)
+            need(isinstance(value, str) and "\n" not in value, name, "%s must be one line of text" % name)
+            if value:
+                need(self.workload == "serve", name, "%s applies to the serve workload, not %s"
+                     % (name.replace("_", " "), self.workload))
+        need(self.server == "" or self.server in SERVERS, "server",
+             "server must be one of %s, not %r" % (", ".join(SERVERS), self.server))
+        ways = [name for name in ("server", "server_cmd", "endpoint") if getattr(self, name)]
+        need(len(ways) <= 1, ways[-1] if ways else "server",
+             "give one of server, server cmd or endpoint, not %s" % " and ".join(w.replace("_", " ") for w in ways))
 
     @property
     def batch_size(self) -> int:
@@ -361,6 +420,8 @@ class RunSpec:
         data = asdict(self)
         data["batch_sizes"] = list(self.batch_sizes)
         data["seq_lens"] = list(self.seq_lens)
+        for name in ("input_lens", "output_lens", "concurrency"):
+            data[name] = list(getattr(self, name))
         return data
 
     def to_event_dict(self) -> Dict[str, Any]:

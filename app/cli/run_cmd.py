@@ -26,7 +26,15 @@ from app.services.multi_run import RunListener, RunTicket, run_on_hosts
 from app.services.recorder import RunRecorder, open_recording
 from app.services.run_group import RunGroup
 from remote_agent.model_ref import TASKS, ModelRefError, parse_model_ref
-from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, RENDEZVOUS_TIMEOUT_S, WORKLOADS, RunSpec
+from remote_agent.protocol import (
+    BACKENDS,
+    DATA_SOURCES,
+    PRECISIONS,
+    RENDEZVOUS_TIMEOUT_S,
+    SERVERS,
+    WORKLOADS,
+    RunSpec,
+)
 
 # argparse %-formats every help string (for %(default)s): the spec's own "95% interval" must reach it as "%%".
 _HELP = {name: meta.get("help", "").replace("%", "%%") for name, meta in RunSpec.field_help().items()}
@@ -64,6 +72,14 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     sizes = p.add_mutually_exclusive_group()
     sizes.add_argument("--batch-size", type=int, metavar="N", help=_HELP["batch_sizes"])
     sizes.add_argument("--batch-sizes", metavar="1,4,16", help="inference batch-size sweep")
+    llm = p.add_argument_group("LLM workloads (--workload generate|serve)")
+    llm.add_argument("--input-lens", metavar="128,512", help=_HELP["input_lens"])
+    llm.add_argument("--output-lens", metavar="128,512", help=_HELP["output_lens"])
+    llm.add_argument("--concurrency", metavar="1,2,4", help=_HELP["concurrency"])
+    llm.add_argument("--server", choices=SERVERS, help=_HELP["server"])
+    llm.add_argument("--server-cmd", metavar="CMD", help=_HELP["server_cmd"])
+    llm.add_argument("--endpoint", metavar="URL", help=_HELP["endpoint"])
+    llm.add_argument("--slo", metavar="ttft_p99=2000ms,...", help=_HELP["slo"])
     p.add_argument("--steps", type=int, metavar="N", help=_HELP["steps"])
     p.add_argument("--warmup", type=int, metavar="N", help=_HELP["warmup"])
     p.add_argument("--duration", type=float, metavar="S", help=_HELP["duration"])
@@ -102,7 +118,7 @@ def model_source(model: str) -> str | None:
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
     if args.preset is None and args.workload is None:
-        raise BadSpecError("say what to run: --workload train|infer, or --preset NAME")
+        raise BadSpecError(f"say what to run: --workload {'|'.join(WORKLOADS)}, or --preset NAME")
     base = PRESETS[args.preset].spec if args.preset else RunSpec(workload=args.workload)
     workload = args.workload or base.workload
     if args.batch_sizes is not None:
@@ -121,6 +137,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         seq_lens = parse_sizes(args.seq_lens, "--seq-lens")
     elif args.seq_len is not None:
         seq_lens = (args.seq_len,)
+    llm_sizes = {name: parse_sizes(getattr(args, name), "--" + name.replace("_", "-"))
+                 for name in ("input_lens", "output_lens", "concurrency") if getattr(args, name) is not None}
     model = args.model or base.model
     start = base.to_dict()
     if model != base.model:
@@ -135,7 +153,9 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
                       data=args.data, target_ci=args.target_ci,
                       neuron_cc_flags=args.neuron_cc_flags, compile_cache=args.compile_cache,
                       stochastic_rounding=args.stochastic_rounding,
-                      telemetry_period=args.telemetry_period, task=args.task, seq_lens=seq_lens, check=args.check)
+                      telemetry_period=args.telemetry_period, task=args.task, seq_lens=seq_lens, check=args.check,
+                      server=args.server, server_cmd=args.server_cmd, endpoint=args.endpoint, slo=args.slo,
+                      **llm_sizes)
     problem = model_config_problem(spec)
     if problem:
         raise BadSpecError(problem)

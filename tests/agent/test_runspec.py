@@ -22,7 +22,10 @@ def test_round_trip_through_json():
 
 
 @pytest.mark.parametrize("changes, field, words", [
-    ({"workload": "serve"}, "workload", "workload must be one of train, infer"),
+    ({"workload": "chat"}, "workload", "workload must be one of train, infer, generate, serve"),
+    ({"workload": "train", "input_lens": (128,)}, "input_lens", "applies to the generate and serve workload"),
+    ({"workload": "generate", "concurrency": (1,)}, "concurrency", "applies to the serve workload"),
+    ({"workload": "serve", "server": "vllm", "endpoint": "http://127.0.0.1:1"}, "endpoint", "give one of server"),
     ({"model": "vit; rm -rf /"}, "model", "is not a timm model name"),
     ({"backend": "tpu"}, "backend", "backend must be one of"),
     ({"batch_sizes": (0,)}, "batch_sizes", "batch size must be a positive integer, not 0"),

@@ -38,7 +38,7 @@ def test_invalid_specs_are_refused_with_the_flag_to_fix(run_cli, args, sentence)
 
 def test_a_run_needs_a_workload(run_cli):
     out = run_cli("run", "--host", "local")
-    assert out.code == 2 and "--workload train|infer, or --preset NAME" in out.stderr
+    assert out.code == 2 and "--workload train|infer|generate|serve, or --preset NAME" in out.stderr
 
 
 def test_an_unknown_host_names_the_known_ones(run_cli):
