@@ -1,4 +1,4 @@
-"""``python -m app.ui.screenshots OUTDIR``: every main view rendered to PNG, offscreen, for review and the README.
+"""``python -m app.ui.screenshots OUTDIR``: every main view rendered to PNG, offscreen, for review and docs/images/
 
 The live views of training and inference are fed by *real* tiny runs on this
 computer (the test ViT on the cpu backend, seconds each), started from the Run

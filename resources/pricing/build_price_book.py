@@ -87,8 +87,9 @@ def _gpu_info(text: str) -> tuple[float | None, int]:
 def _read_catalog(paths: list[Path]) -> tuple[dict[tuple[str, str], list[dict[str, str]]], dict[str, str]]:
     """Zone rows by (type, commercial region), and each type's GpuInfo.
 
-    GpuInfo is the same on every row of a type, so an extract may carry it on one row only (the
-    extracts of single families made for the shipped book do): the first non-empty one counts.
+    The figures read from GpuInfo (accelerator memory, NeuronCores) are the same on every row of a
+    type; only the order of its ``Workloads`` list differs by region.  So an extract may carry it on
+    one row only (``extracts/vms-00148f2a.csv`` does): the first non-empty one counts.
     """
     zones: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
     gpu_info: dict[str, str] = {}

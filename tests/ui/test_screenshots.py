@@ -1,5 +1,5 @@
 """`python -m app.ui.screenshots` renders the views to PNG offscreen (the views fed by recorded runs here;
-the ones fed by real runs are rendered for review: README.md, "The desktop app")."""
+the ones fed by real runs are rendered for review: docs/app.md, "Screenshots and the frozen app")."""
 from __future__ import annotations
 
 import subprocess

@@ -1,6 +1,6 @@
 """``file:PATH[:FUNCTION]``: the user's own Python file, sent to the host inside the spec.
 
-The contract (README "Your own model file"):
+The contract (docs/model.md, "Your own model file"):
 
     def build(batch_size, **model_args) -> dict:
         return {"model": a torch.nn.Module,
