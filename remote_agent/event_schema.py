@@ -113,6 +113,17 @@ TELEMETRY = {
                        "?devices": nullable([{"?index": "int?", "?kind": "str?", "?mem_used": "num?",
                                               "?mem_total": "num?"}])}),
 }
+DIST_MS = nullable({"?p50": "num?", "?p90": "num?", "?p99": "num?", "?mean": "num?", "?n": "int+?"})
+SERVE_LEVEL = {  # one load level of the serve workload (remote_agent/llm_figures.serve_summary + where)
+    "input_len": "int+", "output_len": "int+", "?concurrency": "int+?", "?rate": "num+?",
+    "requests": "int+", "completed": "int+", "errors": "int+", "?ttft_ms": DIST_MS, "?tpot_ms": DIST_MS,
+    "?itl_ms": DIST_MS, "?e2e_ms": DIST_MS, "?requests_per_s": "num+?", "?output_tok_s": "num+?",
+    "?total_tok_s": "num+?", "?goodput_rps": "num+?", "?slo_met": "bool?", "?stopped_by": "str?",
+}
+SERVE = {
+    "?levels": nullable([SERVE_LEVEL]), "?slo": nullable({"*": "num+"}), "?slo_text": "str?", "?slo_unmet": "str?",
+    "?goodput_point": "obj?", "?operating_point": "str?", "?server": "obj?",
+}
 MODEL = {  # what the agent built: source, class, parameters, inputs, file digest, library versions
     "?source": "str?", "?name": "str?", "?task": "str?", "?class": "str?", "?parameters": "int?",
     "?sha256": "str?", "?config": nullable({"?sha256": "str?"}), "?libraries": nullable({"*": "any"}),
@@ -122,6 +133,7 @@ RESULT = {  # DESIGN.md §4
     "status": END_STATUSES, "?schema": "str?", "?run_id": "str?", "?host": "str?", "?workload": "str?",
     "?backend": "str?", "?backend_detail": "obj?", "?spec": nullable(SPEC), "?model": nullable(MODEL),
     "?env": nullable(ENV), "?train": nullable(TRAIN), "?infer": nullable([INFER_ROW]), "?cost": "obj?",
+    "?serve": nullable(SERVE),
     "?telemetry": nullable(TELEMETRY), "?warnings": nullable(["str"]),
     "?error": nullable({"?kind": "str?", "?message": "str?", "?detail": "str?"}),
 }
@@ -133,7 +145,7 @@ EVENT_SCHEMAS: Dict[str, Dict[str, Any]] = {
               "run_id": "run_id?", "?spec": nullable(SPEC)},
     "probe": {"env": ENV},
     "phase": {"name": "str", "state": ("start", "end"), "?batch_size": "int+?", "?seq_len": "int+?",
-              "?seconds": "num+"},
+              "?seconds": "num+", "?concurrency": "int+?", "?rate": "num+?"},
     "step": {"i": "int", "dt_s": "num+", "samples": "num+", "compiled": "bool", "?loss": "num?",
              "?data_s": "num+?", "?tokens": "int+?"},
     "latency": {"batch_size": "int+", "count": "int+", "p50_ms": "num+", "p90_ms": "num+", "p99_ms": "num+",
@@ -146,6 +158,7 @@ EVENT_SCHEMAS: Dict[str, Dict[str, Any]] = {
                "?process": nullable({"?cpu_pct": "num?", "?rss": "num?", "?pids": "int?"}),
                "?missing": nullable({"*": "str"})},
     "log": {"level": "str", "message": "str", "?pid": "int?"},
+    "serve_level": {"level": SERVE_LEVEL},
     "result": {"result": RESULT},
     "error": {"kind": "str", "message": "str", "?detail": "str?", "?rank": "int?", "?rendezvous": "str?"},
     "end": {"status": END_STATUSES},

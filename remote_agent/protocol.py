@@ -154,6 +154,8 @@ SERVERS = ("transformers", "vllm")
 DEFAULT_INPUT_LEN = 128
 DEFAULT_OUTPUT_LEN = 128
 MAX_CONCURRENCY = 4096
+# serve's model when none is named: a 27k-parameter random Llama whose config ships (resources/models/).
+DEFAULT_SERVE_MODEL = "hf:neuronbench/tiny-llama"
 BACKENDS = ("auto", "neuron", "xla", "cuda", "cpu")
 PRECISIONS = ("fp32", "bf16")
 DATA_SOURCES = ("host", "device")

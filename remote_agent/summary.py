@@ -100,7 +100,8 @@ def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, An
                    error: Optional[Dict[str, Any]], backend: Optional[Dict[str, Any]],
                    train: Optional[Dict[str, Any]], infer: Optional[List[Dict[str, Any]]],
                    warnings: List[str], telemetry: Optional[Dict[str, Any]] = None,
-                   model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                   model: Optional[Dict[str, Any]] = None,
+                   serve: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The Result JSON (DESIGN.md §4); ``telemetry`` is remote_agent.monitor.digest's block, ``model``
     what was built (source, class, parameters, sha256, inputs, library versions)."""
     return {
@@ -117,6 +118,8 @@ def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, An
         "env": env,
         "train": train,
         "infer": infer,
+        # The serve workload's levels, SLO and operating point (remote_agent/workloads/serve.py).
+        "serve": serve,
         "cost": None,
         "telemetry": telemetry,
         "warnings": warnings,

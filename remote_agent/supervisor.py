@@ -66,6 +66,8 @@ class Launch:
 
 def plan_launches(spec: RunSpec, run: RunDir, node: Optional[NodePlacement] = None) -> List[Launch]:
     base = ["_worker", run.path]
+    if spec.workload == "serve":  # one process owns the server and the load (remote_agent/workloads/serve.py)
+        return [Launch(0, agent_command() + base + ["0"], None)]
     if spec.workload == "train":
         args = base + ["0"]
         # torchrun is wrapped in `_exec` so that it, too, dies with the supervisor.
@@ -385,7 +387,7 @@ class Supervisor:
         spec_dict: Dict[str, Any] = {}
         env: Optional[Dict[str, Any]] = None
         backend: Optional[Dict[str, Any]] = None
-        train = infer = None
+        train = infer = serve = None
         model: Optional[Dict[str, Any]] = None
         status = "failed"
         try:
@@ -418,11 +420,13 @@ class Supervisor:
                     self.warnings.extend(worker.get("warnings", []))
                     if spec.workload == "infer":
                         sizes.append(summarize_infer(worker))
+                    elif spec.workload == "serve":
+                        serve = worker.get("serve")
                 if self.error is not None:
                     break  # a failed batch size stops the sweep; finished sizes are kept
             if spec.workload == "train":
                 train = summarize_train(self.steps, spec.warmup, worker, self.warnings) if self.steps else None
-            else:
+            elif spec.workload == "infer":
                 infer = sizes
             status = "cancelled" if self.cancelled else ("failed" if self.error else "ok")
         except Exception as exc:
@@ -443,7 +447,8 @@ class Supervisor:
                 self.events.emit("error", **self.error)
             self.events.emit("phase", name="teardown", state="start")
             result = compose_result(self.run.run_id, strip_model_file_text(spec_dict), env, status, self.error,
-                                    backend, train, infer, self.warnings, telemetry, model)
+                                    backend, train, infer, self.warnings, telemetry, model,
+                                    serve=serve)
             self.events.emit("result", result=result)
             self.events.emit("phase", name="teardown", state="end")
             self.events.emit("end", status=status)

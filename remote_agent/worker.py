@@ -29,6 +29,10 @@ def main(run_path: str, launch: int, batch_size: Optional[int], seq_len: Optiona
     try:
         with open(run.spec) as handle:
             spec = RunSpec.from_dict(json.load(handle))
+        if spec.workload == "serve":  # a server on the host does the work: no backend in this process
+            from remote_agent.workloads.serve import run_serve
+
+            return run_serve(spec, events, run.worker_summary(launch), phase, run.path)
         from remote_agent.backends.registry import resolve_backend
 
         backend = resolve_backend(spec)

@@ -29,6 +29,7 @@ from remote_agent.model_ref import TASKS, ModelRefError, parse_model_ref
 from remote_agent.protocol import (
     BACKENDS,
     DATA_SOURCES,
+    DEFAULT_SERVE_MODEL,
     PRECISIONS,
     RENDEZVOUS_TIMEOUT_S,
     SERVERS,
@@ -140,6 +141,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     llm_sizes = {name: parse_sizes(getattr(args, name), "--" + name.replace("_", "-"))
                  for name in ("input_lens", "output_lens", "concurrency") if getattr(args, name) is not None}
     model = args.model or base.model
+    if workload == "serve" and not args.model and not (args.endpoint or args.server_cmd):
+        model = DEFAULT_SERVE_MODEL  # the tiny random Llama whose config ships: "Serve" runs on any computer at once
     start = base.to_dict()
     if model != base.model:
         start.update(task="", seq_lens=[])  # another model than the preset's: the preset's task and lengths go
