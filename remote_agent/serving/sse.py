@@ -113,6 +113,9 @@ def stream_request(endpoint: Endpoint, prompt: str, prompt_tokens: int, output_t
         text, usage, finished, stamps, start = _exchange(endpoint, prompt, output_tokens, stamps, clock)
     except RequestFailed as exc:
         return Outcome(Timeline(start, tuple(stamps), 0, prompt_tokens, error=str(exc)))
+    if not finished:  # first: a dropped stream's missing usage is the drop's doing
+        return Outcome(Timeline(start, tuple(stamps), 0, prompt_tokens, error=(
+            "the connection closed mid-stream after %d of %d tokens" % (len(stamps), output_tokens))), text=text)
     if usage is not None and isinstance(usage.get("completion_tokens"), int):
         got, source = usage["completion_tokens"], "usage"
     elif count_tokens is not None:
@@ -123,9 +126,7 @@ def stream_request(endpoint: Endpoint, prompt: str, prompt_tokens: int, output_t
             "to count them: serve it with a server that honours stream_options.include_usage")), text=text)
     seen_prompt = usage.get("prompt_tokens") if usage is not None else None
     error = None
-    if not finished:
-        error = "the connection closed mid-stream after %d of %d tokens" % (len(stamps), output_tokens)
-    elif not stamps:
+    if not stamps:
         error = "the server streamed no text (0 of %d tokens)" % output_tokens
     elif got < output_tokens:
         error = ("the server stopped %d tokens short (%d of %d): it does not honour %s"
@@ -134,7 +135,7 @@ def stream_request(endpoint: Endpoint, prompt: str, prompt_tokens: int, output_t
                         endpoint.dialect, "max_tokens as an exact length")))
     prompt_seen = seen_prompt if isinstance(seen_prompt, int) else prompt_tokens
     timeline = Timeline(start, tuple(stamps), got if error is None else 0, prompt_seen, error=error)
-    return Outcome(timeline, short=error is not None and finished and got < output_tokens and bool(stamps),
+    return Outcome(timeline, short=error is not None and got < output_tokens and bool(stamps),
                    token_source=source, usage_prompt_tokens=seen_prompt if isinstance(seen_prompt, int) else None,
                    text=text)
 
