@@ -406,6 +406,10 @@ class RunSpec:
         need(self.server == "" or self.server in SERVERS, "server",
              "server must be one of %s, not %r" % (", ".join(SERVERS), self.server))
         ways = [name for name in ("server", "server_cmd", "endpoint") if getattr(self, name)]
+        if self.workload == "generate":
+            need(self.task in ("", "causal-lm"), "task",
+                 "generate needs a causal language model: --task %s builds no language-model head to generate "
+                 "with; use --task causal-lm (a decoder such as Llama, Mistral or GPT-2)" % self.task)
         need(self.compile is False or self.compile is True, "compile", "compile must be true or false")
         need(not self.compile or self.workload == "generate", "compile",
              "--compile applies to the generate workload, not %s" % self.workload)
