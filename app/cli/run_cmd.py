@@ -81,6 +81,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     llm.add_argument("--server-cmd", metavar="CMD", help=_HELP["server_cmd"])
     llm.add_argument("--endpoint", metavar="URL", help=_HELP["endpoint"])
     llm.add_argument("--slo", metavar="ttft_p99=2000ms,...", help=_HELP["slo"])
+    llm.add_argument("--compile", action="store_true", default=None, help=_HELP["compile"])
     p.add_argument("--steps", type=int, metavar="N", help=_HELP["steps"])
     p.add_argument("--warmup", type=int, metavar="N", help=_HELP["warmup"])
     p.add_argument("--duration", type=float, metavar="S", help=_HELP["duration"])
@@ -158,6 +159,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
                       stochastic_rounding=args.stochastic_rounding,
                       telemetry_period=args.telemetry_period, task=args.task, seq_lens=seq_lens, check=args.check,
                       server=args.server, server_cmd=args.server_cmd, endpoint=args.endpoint, slo=args.slo,
+                      compile=args.compile,
                       **llm_sizes)
     problem = model_config_problem(spec)
     if problem:

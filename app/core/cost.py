@@ -180,6 +180,15 @@ def cost_block(result: dict[str, Any], price: Price, instance_type_from: str) ->
         if train.get("throughput_tokens_per_s"):
             block["usd_per_1m_tokens"] = usd_per_million(usd_h, train.get("throughput_tokens_per_s"))
         block["compile"] = {"seconds": compile_s, "usd": usd_for_seconds(compile_s, usd_h)}
+    elif result.get("workload") == "generate":
+        # $ per 1M output tokens at each sweep point, and per 1M prompt + output tokens (labelled so).
+        block["usd_per_1m_output_tokens"] = [
+            {"batch_size": row.get("batch_size"), "input_len": row.get("input_len"),
+             "output_len": row.get("output_len"),
+             "usd_per_1m_output_tokens": usd_per_million(usd_h, row.get("output_tok_s")),
+             "usd_per_1m_total_tokens": usd_per_million(usd_h, row.get("total_tok_s")),
+             "compile_usd": usd_for_seconds(row.get("first_call_s"), usd_h)}
+            for row in result.get("generate") or [] if not row.get("error")]
     else:
         block["usd_per_1m_inferences"] = [
             {"batch_size": row.get("batch_size"), "seq_len": row.get("seq_len"),

@@ -55,6 +55,7 @@ from app.ui.widgets.charts import (
 )
 from app.ui.widgets.device_charts import MemoryBars, UtilisationCharts
 from app.ui.widgets.error_panel import describe_exception
+from app.ui.widgets.generate_chart import GenerateCharts
 from app.ui.widgets.host_memory_chart import HostMemoryChart
 from app.ui.widgets.latency_chart import LatencyChart
 from app.ui.widgets.log_pane import LogPane
@@ -173,6 +174,7 @@ class LiveRunView(QFrame):
         style_layout(self.charts, pal)
         self.charts.ci.setSpacing(4)
         train = job.spec.workload == "train"
+        generate = job.spec.workload == "generate"
         # One phase band over each column of charts: each lines up with the time axes under it.
         self.bands = [PhaseBand(pg.PlotItem(), pal) for _ in (0, 1)]
         if train:
@@ -182,11 +184,16 @@ class LiveRunView(QFrame):
             self.step_curve = live_curve(self.main, raw)
             self.median_curve = live_curve(self.main, theme.series_colour(0, pal))
             self.compiled_curve = live_curve(self.main, theme.series_colour(5, pal), symbol="t1", symbol_size=8)
+        elif generate:
+            self.main = new_plot("", "ms", pal)
         else:
             self.main = new_plot(LATENCY_TITLE, "ms", pal)
             self.latency_chart = LatencyChart(self.main, pal)  # a series per batch size and sequence length
-        self.throughput = new_plot(THROUGHPUT_TITLE if train else "Throughput (samples/s)", "samples/s", pal)
+        self.throughput = new_plot("" if generate else THROUGHPUT_TITLE if train else "Throughput (samples/s)",
+                                   "ms" if generate else "samples/s", pal)
         self.throughput_curve = live_curve(self.throughput, theme.series_colour(2, pal))
+        # generate: TTFT and TPOT of each call on the main chart, its prefill/decode split on the second
+        self.generate_charts = GenerateCharts(self.main, self.throughput, pal) if generate else None
         util_bars = new_plot("Core utilisation now (%)", "%", pal)
         heat = new_plot("Core utilisation over time", "core", pal)
         self.util = UtilisationCharts(util_bars, heat, pal)
@@ -368,7 +375,11 @@ class LiveRunView(QFrame):
         phases = list(state.phases)
         for band in self.bands:
             band.update(phases, state.last_t, span)
-        if state.spec.workload == "train":
+        if self.generate_charts is not None:
+            self.generate_charts.update(state.gen_calls.array(), span)
+            if self.sweep_table is not None:
+                self.sweep_table.update_from(state.sweep)
+        elif state.spec.workload == "train":
             steps = state.steps.array()
             # Compiled steps are the ▲ markers; on the line they would draw a cliff of seconds.
             set_curve(self.step_curve, steps[:, 0], np.where(steps[:, 4] == 0, steps[:, 1], np.nan))
@@ -421,6 +432,14 @@ class LiveRunView(QFrame):
         """The status line while the run goes on: the rolling figures and the host's newest sample."""
         state = self.state
         parts = []
+        if state.spec.workload == "generate":
+            call = state.gen_calls.last()
+            for label, column in (("TTFT", 1), ("TPOT", 2)):
+                value = None if call is None or np.isnan(call[column]) else float(call[column])
+                parts.append(f"{label} <b>{_num(value, '.2f', ' ms')}</b>")
+            parts.append(f"output <b>{_num(state.latest_throughput(), ',.1f', ' tok/s')}</b>")
+            parts.extend(known_figures(state))
+            return " · ".join(parts)
         if state.spec.workload == "train":
             parts.append(f"step {state.progress.step}/{state.spec.steps}")
             parts.append(f"step time (median of last {ROLLING_STEPS}) "
@@ -449,7 +468,9 @@ class LiveRunView(QFrame):
             restyle(self.charts, self.plots, pal)
             for band in self.bands:
                 band.restyle(pal)
-            if self.state.spec.workload != "train":
+            if self.generate_charts is not None:
+                self.generate_charts.restyle(pal)
+            elif self.state.spec.workload != "train":
                 self.latency_chart.restyle(pal)
             self.util.restyle(pal)
             self.memory.restyle(pal)
@@ -464,7 +485,8 @@ class LiveRunView(QFrame):
         curves = {"throughput": self.throughput_curve, "host_cpu": self.cpu_curve, "host_mem": self.mem_curve}
         if self.state.spec.workload == "train":
             curves.update(step_time=self.step_curve, step_median=self.median_curve, compiled=self.compiled_curve)
-        out = {} if self.state.spec.workload == "train" else self.latency_chart.data()
+        out = {} if self.state.spec.workload == "train" else self.generate_charts.data() \
+            if self.generate_charts is not None else self.latency_chart.data()
         for name, curve in curves.items():
             _x, y = curve.getOriginalDataset()
             out[name] = np.asarray(y if y is not None else [], dtype=float)
