@@ -81,6 +81,15 @@ def format_generate_table(result: dict[str, Any]) -> list[str]:
     return lines + notes
 
 
+def _load(row: dict[str, Any]) -> str:
+    """A generate row's batch, or a serve row's load level (its operating point; N/A: no load met the SLO)."""
+    if row.get("workload") != "serve":
+        return str(row.get("batch_size"))
+    if row.get("rate") is not None:
+        return f"{row['rate']:.3g}/s"
+    return f"c={row['concurrency']}" if row.get("concurrency") is not None else "N/A"
+
+
 def format_llm_compare(doc: dict[str, Any]) -> list[str]:
     """Compare's LLM table (generate and serve rows): TTFT, TPOT, output tok/s, $ per 1M tokens."""
     llm = [r for r in doc.get("rows") or [] if r.get("output_len") is not None]
@@ -90,10 +99,11 @@ def format_llm_compare(doc: dict[str, Any]) -> list[str]:
              "$/1M OUTPUT", "$/1M TOTAL*", "SPEEDUP")]
     for r in llm:
         rows.append((r["run_id"], str(r.get("label") or r.get("instance_type") or r.get("host")),
-                     str(r.get("batch_size")), f"{r.get('input_len')}/{r.get('output_len')}",
+                     _load(r), f"{r.get('input_len')}/{r.get('output_len')}",
                      _num(r.get("ttft_p50_ms")), _num(r.get("ttft_p99_ms")), _num(r.get("tpot_p50_ms")),
                      _num(r.get("tpot_p99_ms")), _num(r.get("output_tok_s"), ",.1f"),
                      _usd(r.get("usd_per_1m_output_tokens")), _usd(r.get("usd_per_1m_total_tokens")),
                      _num(r.get("speedup_vs_baseline"), ".2f") + ("×" if r.get("speedup_vs_baseline") else "")))
-    return ["", "LLM generation (TTFT: call start to first token; TPOT: per output token after it):"] + \
+    return ["", "LLM generation and serving (TTFT: start to first token; TPOT: per output token after it; "
+            "serve rows at their operating point):"] + \
         [line[2:] for line in _table(rows)] + [f"* per 1M {TOTAL_TOKENS_LABEL}"]

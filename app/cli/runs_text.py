@@ -37,6 +37,13 @@ def headline(run: StoredRun) -> str:
         points = [p for p in result.get("generate") or [] if not p.get("error")]
         return " · ".join(f"b{p.get('batch_size')} {p.get('input_len')}/{p.get('output_len')} "
                           f"{num(p.get('output_tok_s'))} out tok/s" for p in points) or "N/A"
+    if result.get("workload") == "serve":
+        from app.core.serve_points import operating_points
+
+        return " · ".join(f"{p.get('input_len')}/{p.get('output_len')} {num(p.get('output_tok_s'))} out tok/s"
+                          f" at {p.get('load_name')}" if p.get("load_name") else
+                          f"{p.get('input_len')}/{p.get('output_len')} SLO not met"
+                          for p in operating_points(result)) or "N/A"
     rows = result.get("infer") or []
     parts = [f"b{r.get('batch_size')}{'/s' + str(r['seq_len']) if r.get('seq_len') is not None else ''} "
              f"{num(r.get('throughput_per_s'))}/s" for r in rows]

@@ -35,6 +35,7 @@ from app.core.llm_results import FIGURE_KEYS, empty_figures, generate_points, ll
 from app.core.pricebook import MARKETS, Price, PriceBook
 from app.core.runrecord import StoredRun
 from app.core.scaling import scaling_rows
+from app.core.serve_results import serve_rows
 from remote_agent.stats import bootstrap_ci, intervals_overlap, percentile
 
 COMPARE_SCHEMA = "neuronbench.compare/1"
@@ -65,6 +66,9 @@ def model_signature(result: dict[str, Any]) -> str:
     spec = result.get("spec") or {}
     args = spec.get("model_args") or {}
     text = str(spec.get("model") or "?")
+    if result.get("workload") == "serve" and (spec.get("endpoint") or spec.get("server_cmd")):
+        # A running server or the user's own command: the model is what the server said it serves.
+        text = str(((result.get("serve") or {}).get("server") or {}).get("model") or text)
     if spec.get("task"):
         text += f" [{spec['task']}]"
     digest = (spec.get("model_file") or {}).get("sha256")
@@ -101,6 +105,8 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
                  "steps_ci95": steps_interval(train), **check_figures(train.get("check")), **_efficiency(train)}]
     if result.get("workload") == "generate":
         return [generate_row(point) for point in generate_points(result)]
+    if result.get("workload") == "serve":  # one row per shape: its operating point (goodput at the SLO)
+        return [{**check_figures(None), **_efficiency({}), **row} for row in serve_rows(result)]
     rows = []
     for row in result.get("infer") or []:
         latency = row.get("latency_ms") or {}
@@ -376,6 +382,7 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
             "monitor_tflops": _median([r["monitor_tflops"] for r in members if r.get("monitor_tflops") is not None]),
             # LLM workloads: the median of each figure over the repeats, and its cost at the group's price.
             **_llm_group(members, usd_h),
+            **{key: members[0].get(key) for key in SERVE_KEYS},
         })
 
     def same_measure(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -403,6 +410,10 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
     groups.sort(key=lambda g: (g["workload"] or "", g["model"], g["batch_size"] or 0, g["seq_len"] or 0,
                                g.get("input_len") or 0, g.get("output_len") or 0, not g["is_baseline"], g["label"]))
     return groups
+
+
+# serve rows: where each host's figures were read (the operating point) and what the SLO said there.
+SERVE_KEYS = ("concurrency", "rate", "slo_text", "slo_met", "slo_unmet", "operating_point", "load_name")
 
 
 def _llm_group(members: list[dict[str, Any]], usd_h: float | None) -> dict[str, Any]:

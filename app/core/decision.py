@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.compare import WORK
+from app.core.serve_results import serve_sentences
 
 _REPEAT_HINT = "use --repeats 3 or more to test it"
 
@@ -132,6 +133,7 @@ def summary(doc: dict[str, Any]) -> list[str]:
             continue  # already explained
         note = next(g["price_note"] for g in groups if g["label"] == label)
         sentences.append(f"{label}: cost N/A ({note}).")
+    sentences += serve_sentences(groups)
     sentences += wrong_answers(groups)
     sentences += scaling_sentences(doc.get("scaling") or [])
     for skipped in doc.get("skipped") or []:

@@ -148,12 +148,13 @@ def open_loop(send: Send, rate: float, rule: LevelRule, seed: int, cancelled: th
     return level, in_flight[1]
 
 
-def next_rates(tried: List[Tuple[float, bool]], ceiling: float, probes: int) -> Optional[float]:
-    """The rate search's next rate, or None when done: thirds of the ceiling first, then bisection between the
-    highest rate that met the SLO and the lowest above it that did not."""
+def next_rates(tried: List[Tuple[float, bool]], ceiling: float, probes: int, floor: float = 0.0) -> Optional[float]:
+    """The rate search's next rate, or None when done: the ceiling (the sweep's highest requests/s) first, then
+    bisection between the highest rate known to meet the SLO (``floor``: the requests/s of the busiest
+    concurrency level that met it) and the lowest above it that did not; with no floor, thirds of the ceiling."""
     if len(tried) >= probes or ceiling <= 0:
         return None
-    met = [rate for rate, ok in tried if ok]
+    met = [rate for rate, ok in tried if ok] + ([floor] if floor > 0 else [])
     missed = [rate for rate, ok in tried if not ok]
     if not tried:
         return ceiling

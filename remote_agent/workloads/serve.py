@@ -276,9 +276,16 @@ class Serve:
     def _rate_search(self, send: Callable[[int], Outcome], s: int, n: int, shape: List[Dict[str, Any]]) -> None:
         assert self.slo is not None
         ceiling = max((lv.get("requests_per_s") or 0.0) for lv in shape)
+        meeting = [lv.get("requests_per_s") or 0.0 for lv in shape if figures.level_meets(lv, self.slo)[0]]
+        if not meeting:
+            # Even the lightest closed-loop load missed it: a Poisson stream at any rate is no lighter than one
+            # request at a time, so there is no rate to find.
+            self.warnings.append("%d in / %d out: no rate search, since the lightest load (%s) already missed the "
+                                 "SLO" % (s, n, figures.level_name(shape[0])))
+            return
         tried: List[Tuple[float, bool]] = []
         while not self.cancelled.is_set():
-            rate = load.next_rates(tried, ceiling, RATE_PROBES)
+            rate = load.next_rates(tried, ceiling, RATE_PROBES, max(meeting))
             if rate is None:
                 break
             summary = self._level(send, s, n, None, round(rate, 4))

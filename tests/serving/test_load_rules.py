@@ -53,3 +53,10 @@ def test_the_operating_point_is_the_fastest_level_meeting_the_slo_not_saturation
     assert figures.slo_unmet_sentence(levels, slo) is None
     assert figures.goodput_point(levels, None)["concurrency"] == 4  # no SLO: saturation, said so by the caller
     assert figures.level_name(levels[3]) == "3.5 requests/s (Poisson)"
+
+
+def test_the_rate_search_bisects_above_the_busiest_level_that_met_the_slo():
+    assert next_rates([], 10.0, 4, floor=6.0) == 10.0
+    assert next_rates([(10.0, False)], 10.0, 4, floor=6.0) == 8.0
+    assert next_rates([(10.0, False), (8.0, True)], 10.0, 4, floor=6.0) == 9.0
+    assert next_rates([(10.0, False), (8.0, False)], 10.0, 4, floor=6.0) == 7.0
