@@ -42,8 +42,9 @@ def test_serve_runs_compare_by_cost_per_million_output_tokens_at_the_slo(run_cli
     ids = [run["run_id"] for run in json.loads(run_cli("runs", "list", "--json").stdout)["runs"]]
     compared = run_cli("compare", *ids)
     assert compared.code == 0, compared.stderr
-    assert re.search(r"Serving mock/model \(16 in / 8 out\) at p99 TPOT ≤ 20 ms, p99 TTFT ≤ 200 ms, the cheapest per "
-                     r"1M output tokens is g5\.xlarge at \$[0-9.]+ \((concurrency \d|[0-9.]+ requests/s \(Poisson\))\)\.",
+    assert re.search(r"Serving mock/model \(16 in / 8 out\) at p99 TPOT ≤ 20 ms, p99 TTFT ≤ 200 ms, the cheapest "
+                     r"per 1M output tokens is g5\.xlarge at \$[0-9.]+ "
+                     r"\((concurrency \d|[0-9.]+ requests/s \(Poisson\))\)\.",
                      compared.stdout), compared.stdout
     assert "c7i.large could not meet the SLO at any load: no load met p99 TPOT ≤ 20 ms" in compared.stdout
     doc = json.loads(run_cli("compare", *ids, "--json").stdout)
@@ -66,8 +67,8 @@ def test_a_failed_server_start_is_one_sentence_a_nonzero_exit_and_a_stored_faile
     done = run_cli("run", "--host", "local", "--workload", "serve", "--server-cmd", mock_cmd("--mode", "die"), *SHAPE)
     assert done.code != 0
     last = next(line for line in done.stderr.splitlines() if line.startswith("neuronbench: error:"))
-    assert re.search(r"run failed on local: the server exited with code 3 during start; its last log lines: mock server pid \d+ starting on "
-                     r"port \d+ \| RuntimeError: the mock refuses to start, on purpose$", last), done.stderr
+    assert re.search(r"run failed on local: the server exited with code 3 during start; its last log lines: "
+                     r"mock server pid \d+ starting on port \d+ \| RuntimeError: the mock refuses to start, on purpose$", last), done.stderr
     assert "server log: " in done.stderr  # the detail under it: where the whole log is kept
     runs = json.loads(run_cli("runs", "list", "--json").stdout)["runs"]
     assert runs[0]["status"] == "failed"
