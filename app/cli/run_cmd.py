@@ -18,6 +18,7 @@ from app.core.errors import BadSpecError
 from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
 from app.core.quoting import SENTENCE_LIMIT, clean, clean_block
 from app.core.results import aggregate_repeats
+from app.core.serve_points import slo_limits
 from app.core.specs import build_spec, model_config_problem, parse_batch_sizes, parse_model_args, parse_sizes
 from app.paths import AppPaths
 from app.services.hosts_store import HostsStore
@@ -164,6 +165,10 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     problem = model_config_problem(spec)
     if problem:
         raise BadSpecError(problem)
+    try:
+        slo_limits(spec.slo)  # refused here, in one sentence, before any host starts a server
+    except ValueError as exc:
+        raise BadSpecError(str(exc)) from None
     return spec
 
 

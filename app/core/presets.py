@@ -67,6 +67,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("tiny-generate", "Generate with a tiny random Llama: TTFT and TPOT in seconds on this computer",
            RunSpec(workload="generate", model=TINY_LLAMA, task="causal-lm", batch_sizes=(1, 4), input_lens=(32,),
                    output_lens=(16,), warmup=2, min_iters=20, duration=2.0)),
+    Preset("tiny-serve", "Serve a tiny random Llama with transformers serve: TTFT, TPOT and tok/s per load level, "
+                         "here at once",
+           RunSpec(workload="serve", model=TINY_LLAMA, input_lens=(16,), output_lens=(16,), concurrency=(1, 2, 4),
+                   min_iters=20, duration=2.0)),
     *_llm_presets(),
     Preset("vit-infer-sweep", "ViT-Base traced inference, batch 1, 4, 16",
            RunSpec(workload="infer", model="vit_base_patch16_224", batch_sizes=(1, 4, 16), warmup=10,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from remote_agent.llm_figures import goodput_point, level_name, slo_unmet_sentence
+from remote_agent.llm_figures import SloError, goodput_point, level_name, parse_slo, slo_unmet_sentence
 
 
 def serve_levels(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -45,3 +45,13 @@ def operating_points(result: dict[str, Any]) -> list[dict[str, Any]]:
                     levels=len(mine))
         points.append(base)
     return points
+
+
+def slo_limits(text: str) -> dict[str, float] | None:
+    """An --slo text's limits in ms (None when empty); raises ValueError with the sentence when it does not parse."""
+    if not text.strip():
+        return None
+    try:
+        return parse_slo(text)
+    except SloError as exc:
+        raise ValueError(f"--slo: {exc}") from None

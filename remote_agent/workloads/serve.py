@@ -332,7 +332,11 @@ def _has_cuda() -> bool:
 
 def run_serve(spec: Any, events: WorkerEvents, summary_path: str, phase: Any, run_path: str) -> int:
     """The serve workload in this process (the supervisor's only launch for serve); its exit code."""
-    serve = Serve(spec, events, phase, run_path)
+    try:
+        serve = Serve(spec, events, phase, run_path)
+    except figures.SloError as exc:
+        events.emit("error", kind="bad_spec", message="--slo: %s" % exc, detail="")
+        return 1
 
     def on_stop(_signum: int, _frame: Any) -> None:
         serve.cancelled.set()  # the clients stop after their request; the server is stopped below

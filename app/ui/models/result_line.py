@@ -95,6 +95,30 @@ def infer_parts(result: dict[str, Any]) -> list[str]:
     return parts
 
 
+def serve_parts(result: dict[str, Any]) -> list[str]:
+    """Per shape, its operating point: ``16/16 at c=4 (goodput): TTFT p99 84 ms, 240.1 output tok/s, $0.12 per 1M
+    output tokens``, or the sentence of an SLO no load met."""
+    from app.core.serve_points import operating_points
+
+    costs = {(c.get("input_len"), c.get("output_len")): c.get("usd_per_1m_output_tokens")
+             for c in (result.get("cost") or {}).get("usd_per_1m_output_tokens") or [] if isinstance(c, dict)}
+    parts = []
+    for point in operating_points(result):
+        where = f"{point.get('input_len')}/{point.get('output_len')}"
+        if point.get("slo_unmet"):
+            parts.append(f"{where}: {html.escape(clean(point['slo_unmet']))}")
+            continue
+        text = (f"{where} at {html.escape(str(point.get('load_name')))} ({point['operating_point']}): TTFT p99 "
+                f"{_bold(_num((point.get('ttft_ms') or {}).get('p99'), '.3g') + ' ms')}, TPOT p99 "
+                f"{_bold(_num((point.get('tpot_ms') or {}).get('p99'), '.3g') + ' ms')}, "
+                f"{_bold(_num(point.get('output_tok_s'), ',.1f'))} output tok/s")
+        price = costs.get((point.get("input_len"), point.get("output_len")))
+        if price is not None:
+            text += f", {_bold(usd(price))} per 1M output tokens"
+        parts.append(text)
+    return parts
+
+
 def generate_parts(result: dict[str, Any]) -> list[str]:
     """Per sweep point: ``b4 32/16: TTFT p50 12.3 ms, TPOT p50 4.56 ms, 812.3 output tok/s, $0.12 per 1M
     output tokens, check ok``."""
@@ -123,6 +147,8 @@ def result_parts(result: dict[str, Any]) -> list[str]:
         return train_parts(result)
     if result.get("generate"):
         return generate_parts(result)
+    if result.get("serve"):
+        return serve_parts(result)
     return infer_parts(result)
 
 

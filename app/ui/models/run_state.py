@@ -123,6 +123,7 @@ class LiveRunState:
         # tok/s of each call)
         # generate: t, TTFT ms, TPOT ms, decode ms, output tok/s, stage (0 first, 1 warm-up, 2 timed): one per call
         self.gen_calls = Ring(STEP_CAPACITY, 6)
+        self.serve_levels: list[dict[str, Any]] = []  # serve: each load level's figures, as it ends
         self.host_series = Ring(SERIES_CAPACITY, 4)   # t, cpu %, memory used %, memory used GiB
         self.heat: Ring | None = None                 # t, then one util % column per core (``cores``)
         self.devices: list[DeviceNow] = []
@@ -271,6 +272,9 @@ class LiveRunState:
             self.infer_throughput.append(t, rate)
         self.sweep.on_latency(event, rate)
         self._last_latency_t = t
+
+    def _on_serve_level(self, event: Event) -> None:
+        self.serve_levels.append(dict(event["level"]))
 
     def _on_gen_call(self, event: Event) -> None:
         t = self._rel(event["t"])
