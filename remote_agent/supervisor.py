@@ -362,7 +362,8 @@ class Supervisor:
     # ------------------------------------------------------------- pre-flight
     def preflight(self, spec: RunSpec, env: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         """Refuse, before any workload process starts, a spec this host cannot run (an error event)."""
-        problem = nproc_problem(spec.workload, spec.backend, spec.nproc, env)
+        # serve: --nproc is the server's tensor parallel degree, and the server itself says what it cannot split.
+        problem = None if spec.workload == "serve" else nproc_problem(spec.workload, spec.backend, spec.nproc, env)
         if problem is None and spec.nnodes > 1 and self.node is None:
             problem = ("a %d-node run needs each node's place (rank, master address): start it with "
                        "`neuronbench run --nodes ...` or on a Slurm host" % spec.nnodes)

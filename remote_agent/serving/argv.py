@@ -101,6 +101,11 @@ def pick_vllm(found: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
             return "nxdi", nxdi[-1]
         raise ServeProblem("no vLLM Neuron venv on this %s host (looked for %s): use a Neuron DLAMI of SDK 2.31 or "
                            "later, or start your own server with --server-cmd" % (kind, VLLM_VENV_GLOB))
+    if kind == "neuron":  # NeuronCores, but neither IMDS nor neuron-ls named the instance: go by the venvs
+        if new or nxdi:
+            return ("neuron", new[-1]) if new else ("nxdi", nxdi[-1])
+        raise ServeProblem("no vLLM Neuron venv on this Neuron host (looked for %s): use a Neuron DLAMI, or "
+                           "--server transformers" % VLLM_VENV_GLOB)
     if kind in ("inf2", "trn1"):
         if nxdi:
             return "nxdi", nxdi[-1]

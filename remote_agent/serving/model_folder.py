@@ -18,8 +18,12 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-# CJK Unified Ideographs, then Extension A, then Extension B: 70k one-character tokens.
-_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF))
+# The characters transformers' streamer flushes at once (TextStreamer._is_chinese_char): 81,520 tokens; a larger
+# vocabulary (Llama 3's 128,256) goes on in the supplementary private use planes (196k more), whose tokens the
+# streamer holds back until a CJK token comes (several tokens in one chunk, still counted one by one).
+_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+               (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+_MORE_RANGES = ((0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
 UNKNOWN = "[UNK]"
 CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
 MARKER = "neuronbench-model-folder.json"
@@ -28,7 +32,7 @@ MARKER = "neuronbench-model-folder.json"
 def vocabulary(size: int) -> List[str]:
     """``size`` tokens: ``[UNK]`` (id 0, an ordinary token: never skipped when decoded), then CJK characters."""
     words = [UNKNOWN]
-    for low, high in _CJK_RANGES:
+    for low, high in _CJK_RANGES + _MORE_RANGES:
         for point in range(low, high + 1):
             if len(words) >= size:
                 return words
@@ -41,7 +45,7 @@ def vocabulary(size: int) -> List[str]:
 
 def is_token_char(char: str) -> bool:
     point = ord(char)
-    return any(low <= point <= high for low, high in _CJK_RANGES)
+    return any(low <= point <= high for low, high in _CJK_RANGES + _MORE_RANGES)
 
 
 def count_tokens(text: str) -> int:
@@ -50,10 +54,11 @@ def count_tokens(text: str) -> int:
 
 
 def prompt_text(tokens: int, seed: int, vocab_size: int) -> str:
-    """A random prompt of exactly ``tokens`` tokens (characters), never ``[UNK]``."""
+    """A random prompt of exactly ``tokens`` tokens (characters), never ``[UNK]``, from the first 20,000 tokens
+    (CJK characters every tokenizer of this module has)."""
     import random
 
-    words = vocabulary(vocab_size)[1:]
+    words = vocabulary(min(vocab_size, 20001))[1:]
     rng = random.Random(seed)
     return "".join(rng.choice(words) for _ in range(tokens))
 

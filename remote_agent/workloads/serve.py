@@ -159,7 +159,7 @@ class Serve:
             return (Endpoint("127.0.0.1", port, folder, "chat", "transformers"), Prompts(spec.seed, vocab))
         from remote_agent.probe import collect_env
 
-        found = server_argv.findings(collect_env(quick=True))
+        found = server_argv.findings(collect_env())  # not quick: the instance type (IMDS) picks the stack
         stack, install = server_argv.pick_vllm(found)
         model = name
         if model_file is not None:
