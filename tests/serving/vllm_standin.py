@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from tests.serving.mock_openai import Handler, Settings  # noqa: E402
+from tests.serving.mock_openai import Handler, Settings
 
 
 def refuse(message: str) -> None:
