@@ -66,7 +66,8 @@ def model_signature(result: dict[str, Any]) -> str:
     spec = result.get("spec") or {}
     args = spec.get("model_args") or {}
     text = str(spec.get("model") or "?")
-    if result.get("workload") == "serve" and (spec.get("endpoint") or spec.get("server_cmd")):
+    if result.get("workload") == "serve" and (spec.get("endpoint") or spec.get("server_cmd")) \
+            and not text.startswith("hf:"):
         # A running server or the user's own command: the model is what the server said it serves.
         text = str(((result.get("serve") or {}).get("server") or {}).get("model") or text)
     if spec.get("task"):

@@ -3,8 +3,9 @@
 It keeps the rules of the servers it stands in for (vLLM's OpenAI server): ``/v1/models`` lists the model;
 ``/v1/completions`` and ``/v1/chat/completions`` stream SSE ``data:`` chunks, one token each, after ``ttft``
 seconds and then every ``itl`` seconds, end with ``[DONE]``; ``stream_options.include_usage`` adds a usage chunk
-(prompt tokens = the prompt's whitespace-separated words); ``max_tokens`` is the length, and without
-``ignore_eos``/``min_tokens`` a request may stop early at "EOS" (``eos_after``), as a real model does.
+(prompt tokens = the prompt's words, or its characters for the one-character tokenizer the agent writes);
+``max_tokens`` is the length, and without ``ignore_eos``/``min_tokens`` a request may stop early at "EOS"
+(``eos_after``), as a real model does.
 
 Modes (``--mode``): ok, error (HTTP 500), no_usage, short (stops after ``short`` tokens despite ignore_eos),
 dropped (closes the connection after ``short`` tokens), mid_error (an error chunk after ``short`` tokens),
@@ -23,6 +24,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # as a script
+from remote_agent.serving.model_folder import count_tokens
 
 MODEL = "mock/model"
 
@@ -80,6 +84,8 @@ class Handler(BaseHTTPRequestHandler):
             s.most_in_flight = max(s.most_in_flight, s.in_flight)
         try:
             self._stream(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client read [DONE] and closed before the chunked body's last empty chunk: that is fine
         finally:
             with s.lock:
                 s.in_flight -= 1
@@ -121,7 +127,8 @@ class Handler(BaseHTTPRequestHandler):
         if s.mode == "mid_error":
             self._chunk({"error": {"message": "engine died", "code": 500}})
         elif (body.get("stream_options") or {}).get("include_usage") and s.mode != "no_usage":
-            tokens = len(str(prompt).split())
+            # The tokenizer the agent writes makes one token a character; other prompts count by words.
+            tokens = count_tokens(str(prompt)) or len(str(prompt).split())
             self._chunk({"choices": [], "usage": {"prompt_tokens": tokens, "completion_tokens": count,
                                                   "total_tokens": tokens + count}})
         self._chunk("[DONE]")
