@@ -136,13 +136,18 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the listen backlog: 5 by default, which makes a burst of connects wait a second
+    daemon_threads = True
+
+
 class MockServer:
     """``with MockServer(ttft=..., itl=...) as mock:`` a server on 127.0.0.1 in a thread."""
 
     def __init__(self, **settings: Any) -> None:
         self.settings = Settings(**settings)
         handler = type("BoundHandler", (Handler,), {"settings": self.settings})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd = Server(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -180,7 +185,7 @@ def main(argv: list | None = None) -> int:
     time.sleep(args.startup)
     settings = Settings(args.ttft, args.itl, args.mode, args.short)
     handler = type("BoundHandler", (Handler,), {"settings": settings})
-    httpd = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
+    httpd = Server(("127.0.0.1", args.port), handler)
     httpd.daemon_threads = True
     print("listening", flush=True)
     httpd.serve_forever()

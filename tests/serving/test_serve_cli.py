@@ -8,6 +8,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.serving.mock_openai import MockServer
 
 MOCK = str(Path(__file__).resolve().parent / "mock_openai.py")
@@ -31,7 +33,8 @@ def test_serve_runs_compare_by_cost_per_million_output_tokens_at_the_slo(run_cli
     point = cost["usd_per_1m_output_tokens"][0]
     assert point["operating_point"] == "goodput" and point["slo_met"] is True
     best = max((lv for lv in result["serve"]["levels"] if lv["slo_met"]), key=lambda lv: lv["output_tok_s"])
-    assert point["usd_per_1m_output_tokens"] == cost["usd_per_hour"] / (3600 * best["output_tok_s"]) * 1e6
+    expected = cost["usd_per_hour"] / (3600 * best["output_tok_s"]) * 1e6
+    assert point["usd_per_1m_output_tokens"] == pytest.approx(expected)
     assert cost["server_load"]["seconds"] == result["serve"]["server"]["load_s"]
 
     slow = run_cli("run", "--host", "slow", "--workload", "serve", "--server-cmd",

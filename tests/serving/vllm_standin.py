@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from tests.serving.mock_openai import Handler, Settings
+from tests.serving.mock_openai import Handler, Server, Settings
 
 
 def refuse(message: str) -> None:
@@ -56,11 +56,9 @@ def main(argv: list[str]) -> None:
     if int(flags.get("--tensor-parallel-size", 1)) > cores or cores % int(flags.get("--tensor-parallel-size", 1)):
         refuse(f"tensor parallel size {flags.get('--tensor-parallel-size')} does not divide {cores} NeuronCores")
     print(f"INFO vLLM {version} stand-in serving {model} on port {flags['--port']} with {flags}", flush=True)
-    from http.server import ThreadingHTTPServer
-
     settings = Settings(float(os.environ.get("NEURONBENCH_STANDIN_TTFT", "0.02")),
                         float(os.environ.get("NEURONBENCH_STANDIN_ITL", "0.004")), model=model)
-    httpd = ThreadingHTTPServer((flags["--host"], int(flags["--port"])),
+    httpd = Server((flags["--host"], int(flags["--port"])),
                                 type("BoundHandler", (Handler,), {"settings": settings}))
     httpd.daemon_threads = True
     httpd.serve_forever()
