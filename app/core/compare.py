@@ -322,8 +322,9 @@ def _job(doc: dict[str, Any], usable: list[tuple[StoredRun, Price, str]], book: 
             item["job_hours"] = item["job_usd"] = None
         return None
     for workload, flag, what in (("train", "--job-samples (or --job-epochs)", "a training"),
-                                 ("infer", "--job-requests", "an inference")):
-        if options.job.work(workload) is not None and all(r["workload"] != workload for r in doc["rows"]):
+                                 ("infer", "--job-requests", "an inference or generate")):
+        served = ("infer", "generate") if workload == "infer" else (workload,)
+        if options.job.work(workload) is not None and all(r["workload"] not in served for r in doc["rows"]):
             raise CompareError(f"{flag} sizes {what} job, but none of the runs compared is {what} run")
     hourly = {run.run_id: {market: _hourly(_price_of(run, book, market)[0], nodes_of(run.result or {}))
                            for market in MARKETS} for run, _, _ in usable}
