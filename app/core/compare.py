@@ -65,8 +65,9 @@ def model_signature(result: dict[str, Any]) -> str:
     spec = result.get("spec") or {}
     args = spec.get("model_args") or {}
     text = str(spec.get("model") or "?")
-    if spec.get("task"):
-        text += f" [{spec['task']}]"
+    task = spec.get("task") or ("causal-lm" if spec.get("workload") == "generate" else "")  # generate's default
+    if task:
+        text += f" [{task}]"
     digest = (spec.get("model_file") or {}).get("sha256")
     if digest and text.startswith("file:"):
         text += f" #{digest[:8]}"
