@@ -70,8 +70,9 @@ def model_signature(result: dict[str, Any]) -> str:
             and not text.startswith("hf:"):
         # A running server or the user's own command: the model is what the server said it serves.
         text = str(((result.get("serve") or {}).get("server") or {}).get("model") or text)
-    if spec.get("task"):
-        text += f" [{spec['task']}]"
+    task = spec.get("task") or ("causal-lm" if spec.get("workload") == "generate" else "")  # generate's default
+    if task:
+        text += f" [{task}]"
     digest = (spec.get("model_file") or {}).get("sha256")
     if digest and text.startswith("file:"):
         text += f" #{digest[:8]}"
@@ -329,8 +330,9 @@ def _job(doc: dict[str, Any], usable: list[tuple[StoredRun, Price, str]], book: 
             item["job_hours"] = item["job_usd"] = None
         return None
     for workload, flag, what in (("train", "--job-samples (or --job-epochs)", "a training"),
-                                 ("infer", "--job-requests", "an inference")):
-        if options.job.work(workload) is not None and all(r["workload"] != workload for r in doc["rows"]):
+                                 ("infer", "--job-requests", "an inference or generate")):
+        served = ("infer", "generate") if workload == "infer" else (workload,)
+        if options.job.work(workload) is not None and all(r["workload"] not in served for r in doc["rows"]):
             raise CompareError(f"{flag} sizes {what} job, but none of the runs compared is {what} run")
     hourly = {run.run_id: {market: _hourly(_price_of(run, book, market)[0], nodes_of(run.result or {}))
                            for market in MARKETS} for run, _, _ in usable}

@@ -293,10 +293,15 @@ def oom_sentence(shape: Any, memory: Optional[Dict[str, Any]], detail: str) -> s
     weights, kv = memory.get("weights_bytes"), memory.get("kv_cache_bytes")
     need = ""
     if weights is not None and kv is not None:
-        need = ": it needs about %.1f GiB (weights %.1f GiB + KV cache %.1f GiB, before activations)" % (
-            (weights + kv) / GIB, weights / GIB, kv / GIB)
+        need = ": it needs about %s (weights %s + KV cache %s, before activations)" % (
+            size_text(weights + kv), size_text(weights), size_text(kv))
     return ("out of memory at %s%s; the other sweep points are still measured, try a smaller batch size (%s)"
             % (shape.text(), need, detail.strip().splitlines()[0][:200] if detail.strip() else "no detail"))
+
+
+def size_text(size: float) -> str:
+    """``17.1 GiB``, ``3.2 MiB``: a memory size as the OOM sentence says it."""
+    return "%.1f GiB" % (size / GIB) if size >= GIB else "%.1f MiB" % (size / (1024 ** 2))
 
 
 # ----------------------------------------------------------------------------- FLOPs

@@ -54,7 +54,7 @@ class NeuronModelForCausalLM:
         else:
             shape_file = os.path.join(str(model_id), _SHAPE_FILE)
             if not os.path.exists(shape_file):
-                raise ValueError("%s is not a neuron model: export it first (export=True)" % model_id)
+                raise ValueError(f"{model_id} is not a neuron model: export it first (export=True)")
             with open(shape_file) as handle:
                 shape = json.load(handle)
         model = transformers.AutoModelForCausalLM.from_pretrained(str(model_id)).eval()
@@ -75,13 +75,13 @@ class NeuronModelForCausalLM:
 
         batch_size, sequence_length = input_ids.shape
         if batch_size > self.batch_size:
-            raise ValueError("The specified batch_size (%d) exceeds the model static batch size (%d)"
-                             % (batch_size, self.batch_size))
+            raise ValueError(f"The specified batch_size ({batch_size}) exceeds the model static batch size "
+                             f"({self.batch_size})")
         config = generation_config or self.generation_config
         max_new = kwargs.get("max_new_tokens", getattr(config, "max_new_tokens", None)) or 20
         if sequence_length + max_new > self.max_length:
-            raise ValueError("The current sequence length (%d) exceeds the model static sequence length (%d)"
-                             % (sequence_length + max_new, self.max_length))
+            raise ValueError(f"The current sequence length ({sequence_length + max_new}) exceeds the model static "
+                             f"sequence length ({self.max_length})")
         if attention_mask is not None and bool((attention_mask[:, 0] == 0).any()):
             raise ValueError("Neuron decoder models do not support left padding")
         eos = kwargs["eos_token_id"] if "eos_token_id" in kwargs else getattr(config, "eos_token_id", None)
