@@ -29,6 +29,7 @@ from remote_agent.workloads.problems import SpecProblem
 DEFAULT_CONCURRENCY = (1, 2, 4)
 READY_TIMEOUT_S = float(os.environ.get("NEURONBENCH_SERVER_READY_S", "1800"))  # vLLM Neuron compiles for long
 RATE_PROBES = 4
+LOG_LINES_PER_S = 20  # the server's lines streamed live a second (all of them stay in server.log)
 # Words for prompts when the server's tokenizer is not at hand: each is one token in the common BPE vocabularies
 # (with its leading space); the count is then corrected against usage.prompt_tokens.
 _WORD_TEXT = ("the of and to in is was for on as with by at from that this which are be an or it not have "
@@ -173,9 +174,30 @@ class Serve:
     def _launch(self, argv: List[str], port: int, log_path: str, env: Dict[str, str]) -> None:
         self.server = ServerProcess(argv, port, log_path, env, cwd=self.run_path)
         self.server.start()
+        threading.Thread(target=self._follow_log, args=(log_path,), name="server-log", daemon=True).start()
         self.events.emit("log", level="info", message="server started (pid %d): %s; its log is %s"
                          % (self.server.pid, " ".join(argv), log_path), pid=self.server.pid)
         self.about["ready_s"] = self.server.wait_ready(READY_TIMEOUT_S, self.cancelled.is_set)
+
+    def _follow_log(self, path: str) -> None:
+        """The server's output as live ``log`` events (a vLLM Neuron compile takes many minutes: the user sees it
+        go), at most LOG_LINES_PER_S a second; every line stays in server.log."""
+        sent, second = 0, int(time.monotonic())
+        server = self.server
+        with open(path, "rb") as handle:
+            while server is not None:
+                raw = handle.readline()
+                if not raw:
+                    if not server.alive():
+                        return
+                    time.sleep(0.2)
+                    continue
+                now = int(time.monotonic())
+                if now != second:
+                    second, sent = now, 0
+                if sent < LOG_LINES_PER_S:
+                    sent += 1
+                    self.events.emit("log", level="stderr", message=raw.decode("utf-8", "replace").rstrip()[:2000])
 
     def _models(self, host: str, port: int, prefix: str) -> List[str]:
         try:

@@ -111,6 +111,8 @@ def test_a_run_measures_the_servers_levels_and_stops_it(agent_home):
     assert "server.log" in serve["server"]["log"] and os.path.exists(serve["server"]["log"])
     assert wait_gone([server_pid(events)]) == []
     assert wait_gone(run_pids("r-serve-ok")) == []  # the server's own child too
+    # the server's own output streams live as log lines (and stays whole in server.log)
+    assert any(e["type"] == "log" and e["message"].startswith("mock server pid ") for e in events)
 
 
 def test_an_slo_no_level_meets_is_a_result_with_its_sentence(agent_home):
