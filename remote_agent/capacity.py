@@ -40,6 +40,9 @@ def nproc_problem(workload: str, backend: str, nproc: int, env: Dict[str, Any]) 
         env: the host's probe (``neuron_cores``, ``gpus``, ``torch_neuronx``, ``torch``).
     """
     name = effective_backend(backend, env)
+    if workload == "generate" and nproc > 1 and name != "neuron":
+        return ("generate --nproc %d shards the model over NeuronCores (tensor parallel); on %s one process "
+                "already uses the whole device, so run with --nproc 1" % (nproc, name))
     if workload == "infer" and nproc > 1 and name != "neuron":
         return ("inference --nproc %d spreads requests over NeuronCores; on %s one process already uses the "
                 "whole device, so run with --nproc 1" % (nproc, name))
@@ -47,7 +50,8 @@ def nproc_problem(workload: str, backend: str, nproc: int, env: Dict[str, Any]) 
         have, noun, unit = env.get("gpus") or 0, "GPU", "one training process per GPU"
     elif name == "neuron":
         have, noun = env.get("neuron_cores") or 0, "NeuronCore"
-        unit = "one model copy per NeuronCore" if workload == "infer" else "one training process per NeuronCore"
+        unit = {"infer": "one model copy per NeuronCore", "generate": "the model sharded over NeuronCores, tensor "
+                "parallel"}.get(workload, "one training process per NeuronCore")
     else:
         return None  # cpu and xla-on-cpu processes share the CPUs: any count runs, if slowly
     if have == 0 or nproc <= have:

@@ -102,6 +102,17 @@ INFER_ROW = {
     "?latency_ms": nullable({"?p50": "num?", "?p90": "num?", "?p95": "num?", "?p99": "num?", "?mean": "num?"}),
     "?p99_reliable": "bool?", "?check": CHECK,
 }
+DISTRIBUTION_MS = nullable({  # llm_figures.distribution_ms
+    "?p50": "num?", "?p90": "num?", "?p99": "num?", "?mean": "num?", "?ci95": nullable(pair("num?")), "?n": "int?",
+    "?p99_flag": "str?",
+})
+GENERATE_ROW = {  # one sweep point of the generate workload (remote_agent/summary.summarize_generate)
+    "batch_size": "int+", "?input_len": "int+?", "?output_len": "int+?", "?load_s": "num?", "?compile_s": "num?",
+    "?first_call_s": "num?", "?warmup_calls": "int?", "?calls": "int?", "?wall_s": "num?",
+    "?ttft_ms": DISTRIBUTION_MS, "?tpot_ms": DISTRIBUTION_MS, "?itl_ms": DISTRIBUTION_MS, "?e2e_ms": DISTRIBUTION_MS,
+    "?prefill_tok_s": "num?", "?decode_tok_s": "num?", "?output_tok_s": "num?", "?total_tok_s": "num?",
+    "?check": CHECK, "?stack": "str?", "?error": nullable({"?kind": "str?", "?message": "str?"}),
+}
 TELEMETRY = {
     "?sources": nullable(["str"]), "?period_s": "num?", "?samples": "int?", "?missing": nullable({"*": "str"}),
     "?measure": nullable({"?windows": "int?", "?seconds": "num?", "?samples": "int?", "?host_cpu_mean_pct": "num?",
@@ -113,6 +124,17 @@ TELEMETRY = {
                        "?devices": nullable([{"?index": "int?", "?kind": "str?", "?mem_used": "num?",
                                               "?mem_total": "num?"}])}),
 }
+DIST_MS = nullable({"?p50": "num?", "?p90": "num?", "?p99": "num?", "?mean": "num?", "?n": "int+?"})
+SERVE_LEVEL = {  # one load level of the serve workload (remote_agent/llm_figures.serve_summary + where)
+    "input_len": "int+", "output_len": "int+", "?concurrency": "int+?", "?rate": "num+?",
+    "requests": "int+", "completed": "int+", "errors": "int+", "?ttft_ms": DIST_MS, "?tpot_ms": DIST_MS,
+    "?itl_ms": DIST_MS, "?e2e_ms": DIST_MS, "?requests_per_s": "num+?", "?output_tok_s": "num+?",
+    "?total_tok_s": "num+?", "?goodput_rps": "num+?", "?slo_met": "bool?", "?stopped_by": "str?",
+}
+SERVE = {
+    "?levels": nullable([SERVE_LEVEL]), "?slo": nullable({"*": "num+"}), "?slo_text": "str?", "?slo_unmet": "str?",
+    "?goodput_point": "obj?", "?operating_point": "str?", "?server": "obj?",
+}
 MODEL = {  # what the agent built: source, class, parameters, inputs, file digest, library versions
     "?source": "str?", "?name": "str?", "?task": "str?", "?class": "str?", "?parameters": "int?",
     "?sha256": "str?", "?config": nullable({"?sha256": "str?"}), "?libraries": nullable({"*": "any"}),
@@ -122,6 +144,8 @@ RESULT = {  # DESIGN.md §4
     "status": END_STATUSES, "?schema": "str?", "?run_id": "str?", "?host": "str?", "?workload": "str?",
     "?backend": "str?", "?backend_detail": "obj?", "?spec": nullable(SPEC), "?model": nullable(MODEL),
     "?env": nullable(ENV), "?train": nullable(TRAIN), "?infer": nullable([INFER_ROW]), "?cost": "obj?",
+    "?generate": nullable([GENERATE_ROW]),
+    "?serve": nullable(SERVE),
     "?telemetry": nullable(TELEMETRY), "?warnings": nullable(["str"]),
     "?error": nullable({"?kind": "str?", "?message": "str?", "?detail": "str?"}),
 }
@@ -133,11 +157,16 @@ EVENT_SCHEMAS: Dict[str, Dict[str, Any]] = {
               "run_id": "run_id?", "?spec": nullable(SPEC)},
     "probe": {"env": ENV},
     "phase": {"name": "str", "state": ("start", "end"), "?batch_size": "int+?", "?seq_len": "int+?",
-              "?seconds": "num+"},
+              "?seconds": "num+", "?concurrency": "int+?", "?rate": "num+?"},
     "step": {"i": "int", "dt_s": "num+", "samples": "num+", "compiled": "bool", "?loss": "num?",
              "?data_s": "num+?", "?tokens": "int+?"},
     "latency": {"batch_size": "int+", "count": "int+", "p50_ms": "num+", "p90_ms": "num+", "p99_ms": "num+",
                 "?seq_len": "int+?"},
+    # generate: one call's figures as it ends (the live view draws TTFT and TPOT per call); throttled to ~20/s
+    "gen_call": {"batch_size": "int+", "input_len": "int+", "output_len": "int+",
+                 "stage": ("first", "warmup", "measure"), "i": "int+", "?ttft_ms": "num+?", "?tpot_ms": "num+?",
+                 "?e2e_ms": "num+?", "?decode_ms": "num+?",
+                 "?output_tok_s": "num+?", "?ci_pct": "num+?"},
     "sample": {"host": nullable({"?cpu_pct": "num?", "?cpu_per_core_pct": nullable(["num?"]), "?mem_used": "num?",
                                  "?mem_total": "num?"}),
                "devices": [SAMPLE_DEVICE], "?source": "str?", "?sources": nullable(["str"]), "?period_s": "num?",
@@ -146,6 +175,7 @@ EVENT_SCHEMAS: Dict[str, Dict[str, Any]] = {
                "?process": nullable({"?cpu_pct": "num?", "?rss": "num?", "?pids": "int?"}),
                "?missing": nullable({"*": "str"})},
     "log": {"level": "str", "message": "str", "?pid": "int?"},
+    "serve_level": {"level": SERVE_LEVEL},
     "result": {"result": RESULT},
     "error": {"kind": "str", "message": "str", "?detail": "str?", "?rank": "int?", "?rendezvous": "str?"},
     "end": {"status": END_STATUSES},

@@ -246,3 +246,44 @@ class TimelineRecorder:
     def timeline(self, output_tokens: int, prompt_tokens: int, batch: int = 1, error: Optional[str] = None,
                  end: Optional[float] = None) -> Timeline:
         return Timeline(self.start, tuple(self.stamps), output_tokens, prompt_tokens, batch, error, end)
+
+
+# ----------------------------------------------------------------------------- serve: the operating point
+
+def level_name(level: Dict[str, Any]) -> str:
+    """``concurrency 4`` or ``2.5 requests/s (Poisson)``: how a sentence names one load level."""
+    if level.get("rate") is not None:
+        return "%.3g requests/s (Poisson)" % level["rate"]
+    return "concurrency %s" % level.get("concurrency")
+
+
+def goodput_point(levels: Sequence[Dict[str, Any]], slo: Optional[Dict[str, float]]) -> Optional[Dict[str, Any]]:
+    """The level a cost is quoted at: with an SLO, the highest output tok/s among levels meeting it (None when
+    none does); without one, the highest output tok/s measured (saturation)."""
+    usable = [lv for lv in levels if lv.get("output_tok_s")]
+    if slo:
+        usable = [lv for lv in usable if level_meets(lv, slo)[0]]
+    return max(usable, key=lambda lv: lv["output_tok_s"]) if usable else None
+
+
+def slo_unmet_sentence(levels: Sequence[Dict[str, Any]], slo: Dict[str, float]) -> Optional[str]:
+    """None when some level meets the SLO; else, per term missed everywhere, the best any level did:
+    ``no load met p99 TTFT ≤ 500 ms; the lowest was 730 ms at concurrency 1``."""
+    measured = [lv for lv in levels if lv.get("completed")]
+    if any(level_meets(lv, slo)[0] for lv in measured):
+        return None
+    if not measured:
+        return "no load met %s: no request completed" % slo_text(slo)
+    parts = []
+    for key, limit in sorted(slo.items()):
+        metric, stat = key.split("_")
+        values = [((lv.get(metric + "_ms") or {}).get(stat), lv) for lv in measured]
+        values = [(value, lv) for value, lv in values if value is not None]
+        if not values or min(value for value, _ in values) <= limit:
+            continue
+        value, best = min(values, key=lambda pair: pair[0])
+        parts.append("no load met %s %s ≤ %g ms; the lowest was %.0f ms at %s"
+                     % (stat, metric.upper(), limit, value, level_name(best)))
+    if not parts:  # every term is met somewhere, never all at once
+        parts.append("no load met %s at once" % slo_text(slo))
+    return "; ".join(parts)

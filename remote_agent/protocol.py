@@ -154,6 +154,8 @@ SERVERS = ("transformers", "vllm")
 DEFAULT_INPUT_LEN = 128
 DEFAULT_OUTPUT_LEN = 128
 MAX_CONCURRENCY = 4096
+# serve: the model when none is named, the tiny random Llama whose config ships (resources/models/).
+DEFAULT_SERVE_MODEL = "hf:neuronbench/tiny-random-llama"
 BACKENDS = ("auto", "neuron", "xla", "cuda", "cpu")
 PRECISIONS = ("fp32", "bf16")
 DATA_SOURCES = ("host", "device")
@@ -279,6 +281,9 @@ class RunSpec:
         "serve: latency objectives every level is held to, e.g. ttft_p99=2000ms,tpot_p99=100ms, or a "
         "preset (mlperf-server, mlperf-interactive); with it, a seeded Poisson rate search finds the "
         "highest rate that meets them", "--slo"))
+    compile: bool = field(default=False, metadata=_help(
+        "generate on cuda: the static KV cache and torch.compile of the forward (the transformers recipe); "
+        "without it, eager with the dynamic cache (xla and neuron always run static shapes)", "--compile"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batch_sizes", tuple(self.batch_sizes))
@@ -403,6 +408,13 @@ class RunSpec:
         need(self.server == "" or self.server in SERVERS, "server",
              "server must be one of %s, not %r" % (", ".join(SERVERS), self.server))
         ways = [name for name in ("server", "server_cmd", "endpoint") if getattr(self, name)]
+        if self.workload == "generate":
+            need(self.task in ("", "causal-lm"), "task",
+                 "generate needs a causal language model: --task %s builds no language-model head to generate "
+                 "with; use --task causal-lm (a decoder such as Llama, Mistral or GPT-2)" % self.task)
+        need(self.compile is False or self.compile is True, "compile", "compile must be true or false")
+        need(not self.compile or self.workload == "generate", "compile",
+             "--compile applies to the generate workload, not %s" % self.workload)
         need(len(ways) <= 1, ways[-1] if ways else "server",
              "give one of server, server cmd or endpoint, not %s" % " and ".join(w.replace("_", " ") for w in ways))
 

@@ -96,11 +96,40 @@ def summarize_infer(size: Dict[str, Any]) -> Dict[str, Any]:
     return row
 
 
+def summarize_generate(point: Dict[str, Any]) -> Dict[str, Any]:
+    """One ``generate`` sweep point from its worker's summary (DESIGN.md §11; figures: llm_figures).
+
+    A point that failed (an OOM at this batch size) keeps its shape and ``error``, every figure null.
+    """
+    keys = ("batch_size", "input_len", "output_len", "load_s", "compile_s", "compile_note", "first_call_s",
+            "first_call", "warmup_calls", "calls", "wall_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms",
+            "prefill_tok_s", "decode_tok_s", "output_tok_s", "total_tok_s", "check", "memory", "error")
+    row = {key: point.get(key) for key in keys}
+    stopping = point.get("stopping") or {}
+    row.update(stopping_fields(stopping, stopping.get("ci_pct")))
+    backend = point.get("backend") or {}
+    row["stack"] = backend.get("stack")
+    row["cache"] = backend.get("cache")
+    flops = point.get("flops") or {}
+    prefill, decode = flops.get("prefill_flops_per_row"), flops.get("decode_flops_per_token")
+    s_in = point.get("input_len")
+    row.update(prefill_flops_per_row=prefill, decode_flops_per_token=decode, matmul_dtype=flops.get("matmul_dtype"),
+               flops_missing=flops.get("missing"),
+               # prefill: rows/s = prefill tok/s / S; decode: one token per row a step
+               achieved_prefill_tflops=prefill * point["prefill_tok_s"] / s_in / 1e12
+               if prefill and point.get("prefill_tok_s") and s_in else None,
+               achieved_decode_tflops=decode * point["decode_tok_s"] / 1e12
+               if decode and point.get("decode_tok_s") else None)
+    return row
+
+
 def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, Any]], status: str,
                    error: Optional[Dict[str, Any]], backend: Optional[Dict[str, Any]],
                    train: Optional[Dict[str, Any]], infer: Optional[List[Dict[str, Any]]],
                    warnings: List[str], telemetry: Optional[Dict[str, Any]] = None,
-                   model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                   model: Optional[Dict[str, Any]] = None,
+                   generate: Optional[List[Dict[str, Any]]] = None,
+                   serve: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The Result JSON (DESIGN.md §4); ``telemetry`` is remote_agent.monitor.digest's block, ``model``
     what was built (source, class, parameters, sha256, inputs, library versions)."""
     return {
@@ -117,6 +146,9 @@ def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, An
         "env": env,
         "train": train,
         "infer": infer,
+        "generate": generate,
+        # The serve workload's levels, SLO and operating point (remote_agent/workloads/serve.py).
+        "serve": serve,
         "cost": None,
         "telemetry": telemetry,
         "warnings": warnings,

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional, Set
+from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from remote_agent.capacity import multinode_problem, multinode_warnings, nproc_problem
 from remote_agent.diskspace import LineAppender, Reserve, full_sentence, is_disk_full
@@ -28,9 +28,16 @@ from remote_agent.monitor.digest import TelemetryDigest, measure_windows, switch
 from remote_agent.monitor.sampler import Sampler, host_sources
 from remote_agent.multinode import load_placement, node_env, rendezvous_failure
 from remote_agent.orphan import ENV_PARENT_PID
-from remote_agent.protocol import EVENT_TYPES, NodePlacement, RunSpec, strip_model_file_text
+from remote_agent.protocol import (
+    DEFAULT_INPUT_LEN,
+    DEFAULT_OUTPUT_LEN,
+    EVENT_TYPES,
+    NodePlacement,
+    RunSpec,
+    strip_model_file_text,
+)
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
-from remote_agent.summary import compose_result, summarize_infer, summarize_train
+from remote_agent.summary import compose_result, summarize_generate, summarize_infer, summarize_train
 
 LOG_LINES_PER_S = 20  # stderr lines streamed live per second; all of them stay in stderr.log
 TERMINATE_GRACE_S = 10.0
@@ -50,34 +57,54 @@ _SIGNAL_HINTS = {
 class Launch:
     """One workload process (or torchrun group) the supervisor starts."""
 
-    def __init__(self, index: int, argv: List[str], batch_size: Optional[int], seq_len: Optional[int] = None) -> None:
+    def __init__(self, index: int, argv: List[str], batch_size: Optional[int], seq_len: Optional[int] = None,
+                 lengths: Optional[Tuple[int, int]] = None) -> None:
         self.index = index
         self.argv = argv
         self.batch_size = batch_size
         self.seq_len = seq_len
+        self.lengths = lengths  # generate: (prompt tokens, new tokens)
 
     def describe(self) -> str:
-        """`` for batch size 4`` / `` for batch size 4, sequence length 128`` (empty for training)."""
+        """`` for batch size 4`` / `` for batch size 4, sequence length 128`` / `` for batch size 4, 128 in /
+        128 out`` (empty for training)."""
         if self.batch_size is None:
             return ""
+        if self.lengths is not None:
+            return " for batch size %d, %d in / %d out" % ((self.batch_size,) + self.lengths)
         return " for batch size %d" % self.batch_size + (
             "" if self.seq_len is None else ", sequence length %d" % self.seq_len)
 
 
 def plan_launches(spec: RunSpec, run: RunDir, node: Optional[NodePlacement] = None) -> List[Launch]:
     base = ["_worker", run.path]
+    if spec.workload == "serve":  # one process owns the server and the load (remote_agent/workloads/serve.py)
+        return [Launch(0, agent_command() + base + ["0"], None)]
     if spec.workload == "train":
         args = base + ["0"]
         # torchrun is wrapped in `_exec` so that it, too, dies with the supervisor.
         argv = (agent_command() + ["_exec", "--"] + torchrun_command(spec.nproc, args, node)
                 if spec.nproc > 1 or node is not None else agent_command() + args)
         return [Launch(0, argv, None)]
+    if spec.workload == "generate":
+        # One fresh process per sweep point: each (batch, prompt, new tokens) is its own static shape
+        # (static KV cache, Neuron graph); batch sizes outer, then prompt lengths, then output lengths.
+        points = generate_points(spec)
+        return [Launch(i, agent_command() + base + [str(i), "--batch-size", str(size), "--input-len", str(s_in),
+                                                    "--output-len", str(s_out)], size, None, (s_in, s_out))
+                for i, (size, s_in, s_out) in enumerate(points)]
     # Inference: one fresh process per static shape (Neuron compiles each one; its runtime must never
     # be forked), batch sizes outer, sequence lengths inner.
     shapes = [(size, length) for size in spec.batch_sizes for length in (spec.seq_lens or (None,))]
     return [Launch(i, agent_command() + base + [str(i), "--batch-size", str(size)]
                    + ([] if length is None else ["--seq-len", str(length)]), size, length)
             for i, (size, length) in enumerate(shapes)]
+
+
+def generate_points(spec: RunSpec) -> List[Tuple[int, int, int]]:
+    """(batch, input length, output length) of every sweep point of a generate run."""
+    return [(size, s_in, s_out) for size in spec.batch_sizes for s_in in (spec.input_lens or (DEFAULT_INPUT_LEN,))
+            for s_out in (spec.output_lens or (DEFAULT_OUTPUT_LEN,))]
 
 
 # Lines of a workload's output that say its disk was full (Python's OSError, a C library's perror).
@@ -335,7 +362,8 @@ class Supervisor:
     # ------------------------------------------------------------- pre-flight
     def preflight(self, spec: RunSpec, env: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         """Refuse, before any workload process starts, a spec this host cannot run (an error event)."""
-        problem = nproc_problem(spec.workload, spec.backend, spec.nproc, env)
+        # serve: --nproc is the server's tensor parallel degree, and the server itself says what it cannot split.
+        problem = None if spec.workload == "serve" else nproc_problem(spec.workload, spec.backend, spec.nproc, env)
         if problem is None and spec.nnodes > 1 and self.node is None:
             problem = ("a %d-node run needs each node's place (rank, master address): start it with "
                        "`neuronbench run --nodes ...` or on a Slurm host" % spec.nnodes)
@@ -385,7 +413,7 @@ class Supervisor:
         spec_dict: Dict[str, Any] = {}
         env: Optional[Dict[str, Any]] = None
         backend: Optional[Dict[str, Any]] = None
-        train = infer = None
+        train = infer = generate = serve = None
         model: Optional[Dict[str, Any]] = None
         status = "failed"
         try:
@@ -401,6 +429,7 @@ class Supervisor:
             self.start_telemetry(spec)
             self.events.emit("phase", name="setup", state="end")
             sizes: List[Dict[str, Any]] = []
+            points: List[Dict[str, Any]] = []
             worker: Dict[str, Any] = {}
             self.error = self.preflight(spec, env) or self.error  # a full disk already said why
             self.extra_env = node_env(self.node, spec, env)
@@ -418,11 +447,18 @@ class Supervisor:
                     self.warnings.extend(worker.get("warnings", []))
                     if spec.workload == "infer":
                         sizes.append(summarize_infer(worker))
-                if self.error is not None:
-                    break  # a failed batch size stops the sweep; finished sizes are kept
+                    elif spec.workload == "generate":
+                        points.append(summarize_generate(worker))
+                    elif spec.workload == "serve":
+                        serve = worker.get("serve")
+                if self.error is not None and not (spec.workload == "generate" and self.error.get("kind") == "oom"):
+                    break  # a failed batch size stops the sweep; finished sizes are kept (generate: an OOM
+                    # at one point does not: the other points are still measured, the run still fails)
             if spec.workload == "train":
                 train = summarize_train(self.steps, spec.warmup, worker, self.warnings) if self.steps else None
-            else:
+            elif spec.workload == "generate":
+                generate = points
+            elif spec.workload == "infer":
                 infer = sizes
             status = "cancelled" if self.cancelled else ("failed" if self.error else "ok")
         except Exception as exc:
@@ -443,7 +479,8 @@ class Supervisor:
                 self.events.emit("error", **self.error)
             self.events.emit("phase", name="teardown", state="start")
             result = compose_result(self.run.run_id, strip_model_file_text(spec_dict), env, status, self.error,
-                                    backend, train, infer, self.warnings, telemetry, model)
+                                    backend, train, infer, self.warnings, telemetry, model, generate,
+                                    serve=serve)
             self.events.emit("result", result=result)
             self.events.emit("phase", name="teardown", state="end")
             self.events.emit("end", status=status)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from remote_agent.eventlog import WorkerEvents
 from remote_agent.orphan import die_with_parent
@@ -17,7 +17,8 @@ from remote_agent.protocol import RunSpec
 from remote_agent.rundir import RunDir
 
 
-def main(run_path: str, launch: int, batch_size: Optional[int], seq_len: Optional[int] = None) -> int:
+def main(run_path: str, launch: int, batch_size: Optional[int], seq_len: Optional[int] = None,
+         lengths: Optional[Tuple[int, int]] = None) -> int:
     os.dup2(2, 1)  # anything printed on stdout becomes log text, not a corrupt event
     die_with_parent()  # never outlive the supervisor (or torchrun) holding a NeuronCore
     run = RunDir(run_path)
@@ -29,6 +30,10 @@ def main(run_path: str, launch: int, batch_size: Optional[int], seq_len: Optiona
     try:
         with open(run.spec) as handle:
             spec = RunSpec.from_dict(json.load(handle))
+        if spec.workload == "serve":  # a server on the host does the work: no backend in this process
+            from remote_agent.workloads.serve import run_serve
+
+            return run_serve(spec, events, run.worker_summary(launch), phase, run.path)
         from remote_agent.backends.registry import resolve_backend
 
         backend = resolve_backend(spec)
@@ -36,6 +41,12 @@ def main(run_path: str, launch: int, batch_size: Optional[int], seq_len: Optiona
             from remote_agent.workloads.train import run_train
 
             run_train(spec, backend, events, run.worker_summary(launch), phase, run.path)
+        elif spec.workload == "generate":
+            from remote_agent.workloads.generate import run_generate
+
+            assert batch_size is not None and lengths is not None
+            run_generate(spec, backend, events, run.worker_summary(launch), phase, batch_size, lengths[0],
+                         lengths[1], run.path)
         else:
             from remote_agent.workloads.infer import run_infer
 
@@ -58,7 +69,8 @@ def parse_args(argv: List[str]) -> int:
     options = dict(zip(argv[2::2], argv[3::2]))
     batch_size = int(options["--batch-size"]) if "--batch-size" in options else None
     seq_len = int(options["--seq-len"]) if "--seq-len" in options else None
-    return main(run_path, launch, batch_size, seq_len)
+    lengths = (int(options["--input-len"]), int(options["--output-len"])) if "--input-len" in options else None
+    return main(run_path, launch, batch_size, seq_len, lengths)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,9 @@ def format_job(doc: dict[str, Any]) -> list[str]:
         notes: dict[str, list[str]] = {}  # why a figure is N/A -> the settings it holds for
         for g in groups:
             job = g["job"]
-            rows.append((g["label"], str(g["batch_size"]), _hours(job["hours_cold"]), _hours(job["hours_warm"]),
+            batch = str(g["batch_size"]) + (f", {g.get('input_len')} in / {g.get('output_len')} out"
+                                            if workload == "generate" else "")
+            rows.append((g["label"], batch, _hours(job["hours_cold"]), _hours(job["hours_warm"]),
                          _usd(job["usd_on_demand_cold"]), _usd(job["usd_on_demand_warm"]),
                          _usd(job["usd_spot_cold"]), _usd(job["usd_spot_warm"])))
             where = g["label"] + (f" batch {g['batch_size']}" if workload == "infer" else "")

@@ -18,6 +18,7 @@ from app.core.errors import BadSpecError
 from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
 from app.core.quoting import SENTENCE_LIMIT, clean, clean_block
 from app.core.results import aggregate_repeats
+from app.core.serve_points import slo_limits
 from app.core.specs import build_spec, model_config_problem, parse_batch_sizes, parse_model_args, parse_sizes
 from app.paths import AppPaths
 from app.services.hosts_store import HostsStore
@@ -29,6 +30,7 @@ from remote_agent.model_ref import TASKS, ModelRefError, parse_model_ref
 from remote_agent.protocol import (
     BACKENDS,
     DATA_SOURCES,
+    DEFAULT_SERVE_MODEL,
     PRECISIONS,
     RENDEZVOUS_TIMEOUT_S,
     SERVERS,
@@ -80,6 +82,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     llm.add_argument("--server-cmd", metavar="CMD", help=_HELP["server_cmd"])
     llm.add_argument("--endpoint", metavar="URL", help=_HELP["endpoint"])
     llm.add_argument("--slo", metavar="ttft_p99=2000ms,...", help=_HELP["slo"])
+    llm.add_argument("--compile", action="store_true", default=None, help=_HELP["compile"])
     p.add_argument("--steps", type=int, metavar="N", help=_HELP["steps"])
     p.add_argument("--warmup", type=int, metavar="N", help=_HELP["warmup"])
     p.add_argument("--duration", type=float, metavar="S", help=_HELP["duration"])
@@ -140,6 +143,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     llm_sizes = {name: parse_sizes(getattr(args, name), "--" + name.replace("_", "-"))
                  for name in ("input_lens", "output_lens", "concurrency") if getattr(args, name) is not None}
     model = args.model or base.model
+    if workload == "serve" and not args.model and not (args.endpoint or args.server_cmd):
+        model = DEFAULT_SERVE_MODEL  # the tiny random Llama whose config ships: "Serve" runs on any computer at once
     start = base.to_dict()
     if model != base.model:
         start.update(task="", seq_lens=[])  # another model than the preset's: the preset's task and lengths go
@@ -155,10 +160,15 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
                       stochastic_rounding=args.stochastic_rounding,
                       telemetry_period=args.telemetry_period, task=args.task, seq_lens=seq_lens, check=args.check,
                       server=args.server, server_cmd=args.server_cmd, endpoint=args.endpoint, slo=args.slo,
+                      compile=args.compile,
                       **llm_sizes)
     problem = model_config_problem(spec)
     if problem:
         raise BadSpecError(problem)
+    try:
+        slo_limits(spec.slo)  # refused here, in one sentence, before any host starts a server
+    except ValueError as exc:
+        raise BadSpecError(str(exc)) from None
     return spec
 
 

@@ -5,6 +5,7 @@ import time
 from typing import Any
 
 from app.cli.job_text import format_job
+from app.cli.llm_text import format_llm_compare
 from app.core.compare import WORK
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
 from app.core.mfu import mfu_text
@@ -32,6 +33,17 @@ def headline(run: StoredRun) -> str:
     if result.get("workload") == "train":
         value = (result.get("train") or {}).get("throughput_samples_per_s")
         return f"{num(value)} samples/s" if value is not None else "N/A"
+    if result.get("workload") == "generate":
+        points = [p for p in result.get("generate") or [] if not p.get("error")]
+        return " · ".join(f"b{p.get('batch_size')} {p.get('input_len')}/{p.get('output_len')} "
+                          f"{num(p.get('output_tok_s'))} out tok/s" for p in points) or "N/A"
+    if result.get("workload") == "serve":
+        from app.core.serve_points import operating_points
+
+        return " · ".join(f"{p.get('input_len')}/{p.get('output_len')} {num(p.get('output_tok_s'))} out tok/s"
+                          f" at {p.get('load_name')}" if p.get("load_name") else
+                          f"{p.get('input_len')}/{p.get('output_len')} SLO not met"
+                          for p in operating_points(result)) or "N/A"
     rows = result.get("infer") or []
     parts = [f"b{r.get('batch_size')}{'/s' + str(r['seq_len']) if r.get('seq_len') is not None else ''} "
              f"{num(r.get('throughput_per_s'))}/s" for r in rows]
@@ -136,6 +148,7 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
                      num(row["price_performance_vs_baseline"], ".2f")
                      + ("×" if row["price_performance_vs_baseline"] else ""), *((mark,) if checked else ())))
     out = [f"baseline {doc['baseline']} · {doc['market'].replace('_', '-')} prices", table(rows)]
+    out += format_llm_compare(doc)
     repeated = [g for g in doc["groups"] if g["n"] >= 2]
     if repeated:
         out.append("\nmedians across repeats (bootstrap 95% interval):")

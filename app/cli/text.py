@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.cli.llm_text import format_generate_table
 from app.cli.monitor_view import size_text
+from app.cli.serve_text import format_serve_table
 from app.core.ec2_cost import format_minutes, format_usd
 from app.core.mfu import mfu_text
 from app.core.model_text import check_mark, format_check, format_model
@@ -97,6 +99,8 @@ def format_result(result: dict[str, Any]) -> str:
     infer = result.get("infer")
     if infer:
         lines += format_infer_table(infer)
+    lines += format_generate_table(result)
+    lines += format_serve_table(result)
     lines += format_instance(result)
     lines += format_telemetry(result.get("telemetry"))
     for node in (result.get("nodes") or [])[1:]:  # node 0's telemetry is the run's, above

@@ -31,14 +31,16 @@ from app.core.cost import (
     work_per_dollar,
 )
 from app.core.job_cost import JobSize, attach_jobs
+from app.core.llm_results import FIGURE_KEYS, empty_figures, generate_points, llm_cost, llm_figures
 from app.core.pricebook import MARKETS, Price, PriceBook
 from app.core.runrecord import StoredRun
 from app.core.scaling import scaling_rows
+from app.core.serve_results import serve_rows
 from remote_agent.stats import bootstrap_ci, intervals_overlap, percentile
 
 COMPARE_SCHEMA = "neuronbench.compare/1"
-UNIT = {"train": "samples/s", "infer": "inferences/s"}
-WORK = {"train": "samples", "infer": "inferences"}
+UNIT = {"train": "samples/s", "infer": "inferences/s", "generate": "output tok/s", "serve": "output tok/s"}
+WORK = {"train": "samples", "infer": "inferences", "generate": "output tokens", "serve": "output tokens"}
 
 
 class CompareError(ValueError):
@@ -64,8 +66,13 @@ def model_signature(result: dict[str, Any]) -> str:
     spec = result.get("spec") or {}
     args = spec.get("model_args") or {}
     text = str(spec.get("model") or "?")
-    if spec.get("task"):
-        text += f" [{spec['task']}]"
+    if result.get("workload") == "serve" and (spec.get("endpoint") or spec.get("server_cmd")) \
+            and not text.startswith("hf:"):
+        # A running server or the user's own command: the model is what the server said it serves.
+        text = str(((result.get("serve") or {}).get("server") or {}).get("model") or text)
+    task = spec.get("task") or ("causal-lm" if spec.get("workload") == "generate" else "")  # generate's default
+    if task:
+        text += f" [{task}]"
     digest = (spec.get("model_file") or {}).get("sha256")
     if digest and text.startswith("file:"):
         text += f" #{digest[:8]}"
@@ -98,6 +105,10 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
                  "tokens_per_s": train.get("throughput_tokens_per_s"), "latency_p50_ms": None,
                  "latency_p99_ms": None, "p99_reliable": None, "compile_s": compile_.get("seconds"),
                  "steps_ci95": steps_interval(train), **check_figures(train.get("check")), **_efficiency(train)}]
+    if result.get("workload") == "generate":
+        return [generate_row(point) for point in generate_points(result)]
+    if result.get("workload") == "serve":  # one row per shape: its operating point (goodput at the SLO)
+        return [{**check_figures(None), **_efficiency({}), **row} for row in serve_rows(result)]
     rows = []
     for row in result.get("infer") or []:
         latency = row.get("latency_ms") or {}
@@ -107,6 +118,27 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
                      "p99_reliable": row.get("p99_reliable"), "compile_s": row.get("compile_s"),
                      **check_figures(row.get("check")), **_efficiency(row)})
     return rows
+
+
+def generate_row(point: dict[str, Any]) -> dict[str, Any]:
+    """One generate sweep point as a compare row: throughput is output tok/s, latency the call's E2E, and the
+    LLM figures (TTFT, TPOT, rates) beside; ``tokens_per_s`` is prompt + output tokens (labelled so)."""
+    figures = llm_figures(point)
+    return {"batch_size": point.get("batch_size"), "seq_len": None, **figures,
+            "throughput": figures["output_tok_s"], "tokens_per_s": figures["total_tok_s"],
+            "latency_p50_ms": figures["e2e_p50_ms"], "latency_p99_ms": figures["e2e_p99_ms"],
+            "p99_reliable": figures["llm_p99_reliable"],
+            # Compile work is the first call's (static caches and graphs compile inside it), load apart.
+            "compile_s": point.get("first_call_s"), "load_s": point.get("load_s"), "stack": point.get("stack"),
+            "greedy_agreement": (point.get("check") or {}).get("greedy_agreement"),
+            "mfu_prefill": point.get("mfu_prefill"), "mfu_decode": point.get("mfu_decode"),
+            **check_figures(point.get("check")), **_efficiency(point)}
+
+
+def same_shape(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Same sequence length, and for LLM rows the same prompt and output lengths."""
+    return a.get("seq_len") == b.get("seq_len") and a.get("input_len") == b.get("input_len") \
+        and a.get("output_len") == b.get("output_len")
 
 
 def _efficiency(part: dict[str, Any]) -> dict[str, Any]:
@@ -241,6 +273,8 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
         nodes = nodes_of(result)
         usd_h = _hourly(price, nodes)
         for figures in _rows_of(result):
+            figures = empty_figures() | figures
+            figures.update(llm_cost(usd_h, figures))
             rows.append({
                 "run_id": run.run_id, "host": run.host,
                 "label": labels[(run.host, price.instance_type, nodes)], "nodes": nodes,
@@ -261,8 +295,7 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
             })
 
     def matches(row: dict[str, Any], base: dict[str, Any]) -> bool:
-        same = row["workload"] == base["workload"] and row["model"] == base["model"] and \
-            row["seq_len"] == base["seq_len"]
+        same = row["workload"] == base["workload"] and row["model"] == base["model"] and same_shape(row, base)
         return same and (row["workload"] == "train" or row["batch_size"] == base["batch_size"])
 
     # Each measure (workload, model) has its own baseline: the chosen run where it measured that,
@@ -297,8 +330,9 @@ def _job(doc: dict[str, Any], usable: list[tuple[StoredRun, Price, str]], book: 
             item["job_hours"] = item["job_usd"] = None
         return None
     for workload, flag, what in (("train", "--job-samples (or --job-epochs)", "a training"),
-                                 ("infer", "--job-requests", "an inference")):
-        if options.job.work(workload) is not None and all(r["workload"] != workload for r in doc["rows"]):
+                                 ("infer", "--job-requests", "an inference or generate")):
+        served = ("infer", "generate") if workload == "infer" else (workload,)
+        if options.job.work(workload) is not None and all(r["workload"] not in served for r in doc["rows"]):
             raise CompareError(f"{flag} sizes {what} job, but none of the runs compared is {what} run")
     hourly = {run.run_id: {market: _hourly(_price_of(run, book, market)[0], nodes_of(run.result or {}))
                            for market in MARKETS} for run, _, _ in usable}
@@ -308,10 +342,10 @@ def _job(doc: dict[str, Any], usable: list[tuple[StoredRun, Price, str]], book: 
 def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str, Any]]:
     grouped: dict[tuple, list[dict[str, Any]]] = {}
     for row in rows:
-        grouped.setdefault((row["label"], row["workload"], row["model"], row["batch_size"], row["seq_len"]),
-                           []).append(row)
+        grouped.setdefault((row["label"], row["workload"], row["model"], row["batch_size"], row["seq_len"],
+                            row.get("input_len"), row.get("output_len")), []).append(row)
     groups = []
-    for (label, workload, model, batch, seq_len), members in grouped.items():
+    for (label, workload, model, batch, seq_len, _in, _out), members in grouped.items():
         values = [r["throughput"] for r in members if r["throughput"] is not None]
         usd_h = members[0]["usd_per_hour"]
         median = _median(values)
@@ -349,10 +383,13 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
             "mfu": _median([r["mfu"] for r in members if r.get("mfu") is not None]),
             "mfu_missing": members[0].get("mfu_missing"),
             "monitor_tflops": _median([r["monitor_tflops"] for r in members if r.get("monitor_tflops") is not None]),
+            # LLM workloads: the median of each figure over the repeats, and its cost at the group's price.
+            **_llm_group(members, usd_h),
+            **{key: members[0].get(key) for key in SERVE_KEYS},
         })
 
     def same_measure(a: dict[str, Any], b: dict[str, Any]) -> bool:
-        same = a["workload"] == b["workload"] and a["model"] == b["model"] and a["seq_len"] == b["seq_len"]
+        same = a["workload"] == b["workload"] and a["model"] == b["model"] and same_shape(a, b)
         return same and (a["workload"] == "train" or a["batch_size"] == b["batch_size"])
 
     for group in groups:
@@ -374,8 +411,24 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
             and group["ci95"] is not None and other["ci95"] is not None
             and intervals_overlap(group["ci95"], other["ci95"]))
     groups.sort(key=lambda g: (g["workload"] or "", g["model"], g["batch_size"] or 0, g["seq_len"] or 0,
-                               not g["is_baseline"], g["label"]))
+                               g.get("input_len") or 0, g.get("output_len") or 0, not g["is_baseline"], g["label"]))
     return groups
+
+
+# serve rows: where each host's figures were read (the operating point) and what the SLO said there.
+SERVE_KEYS = ("concurrency", "rate", "slo_text", "slo_met", "slo_unmet", "operating_point", "load_name")
+
+
+def _llm_group(members: list[dict[str, Any]], usd_h: float | None) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for key in FIGURE_KEYS:
+        if key in ("input_len", "output_len"):
+            figures[key] = members[0].get(key)  # the group's shape, not a statistic
+            continue
+        values = [r[key] for r in members if r.get(key) is not None]
+        figures[key] = _median(values) if values else None
+    figures.update(llm_cost(usd_h, figures))
+    return figures
 
 
 def _choice(groups: list[dict[str, Any]], options: CompareOptions) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.core.pricebook import Price, PriceBook
+from app.core.serve_points import operating_points
 
 SECONDS_PER_HOUR = 3600.0
 MILLION = 1e6
@@ -180,6 +181,17 @@ def cost_block(result: dict[str, Any], price: Price, instance_type_from: str) ->
         if train.get("throughput_tokens_per_s"):
             block["usd_per_1m_tokens"] = usd_per_million(usd_h, train.get("throughput_tokens_per_s"))
         block["compile"] = {"seconds": compile_s, "usd": usd_for_seconds(compile_s, usd_h)}
+    elif result.get("workload") == "serve":
+        block.update(serve_cost(result, usd_h))
+    elif result.get("workload") == "generate":
+        # $ per 1M output tokens at each sweep point, and per 1M prompt + output tokens (labelled so).
+        block["usd_per_1m_output_tokens"] = [
+            {"batch_size": row.get("batch_size"), "input_len": row.get("input_len"),
+             "output_len": row.get("output_len"),
+             "usd_per_1m_output_tokens": usd_per_million(usd_h, row.get("output_tok_s")),
+             "usd_per_1m_total_tokens": usd_per_million(usd_h, row.get("total_tok_s")),
+             "compile_usd": usd_for_seconds(row.get("first_call_s"), usd_h)}
+            for row in result.get("generate") or [] if not row.get("error")]
     else:
         block["usd_per_1m_inferences"] = [
             {"batch_size": row.get("batch_size"), "seq_len": row.get("seq_len"),
@@ -296,3 +308,19 @@ def apply_cost(result: dict[str, Any], book: PriceBook, declared_type: str | Non
     if warnings:
         result.setdefault("warnings", []).extend(w for w in warnings if w not in result.get("warnings", []))
     return result
+
+
+def serve_cost(result: dict[str, Any], usd_h: float | None) -> dict[str, Any]:
+    """The cost block's serve part: $/1M output and total tokens at each shape's operating point, and the server's
+    load (and compile) time's cost apart."""
+    server = (result.get("serve") or {}).get("server") or {}
+    rows = []
+    for point in operating_points(result):
+        rows.append({"input_len": point.get("input_len"), "output_len": point.get("output_len"),
+                     "concurrency": point.get("concurrency"), "rate": point.get("rate"),
+                     "operating_point": point["operating_point"], "slo_met": point["slo_met"],
+                     "usd_per_1m_output_tokens": usd_per_million(usd_h, point.get("output_tok_s")),
+                     "usd_per_1m_total_tokens": usd_per_million(usd_h, point.get("total_tok_s"))})
+    load_s = server.get("load_s")
+    return {"usd_per_1m_output_tokens": rows,
+            "server_load": {"seconds": load_s, "usd": usd_for_seconds(load_s, usd_h)}}

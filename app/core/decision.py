@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.core import llm_decision
 from app.core.compare import WORK
+from app.core.serve_results import serve_sentences
 
 _REPEAT_HINT = "use --repeats 3 or more to test it"
 
@@ -97,6 +99,19 @@ def summary(doc: dict[str, Any]) -> list[str]:
     groups = doc["groups"]
     sentences: list[str] = []
     pairs: dict[tuple, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    serve = [g for g in groups if g.get("workload") == "serve"]  # at their SLO: serve_sentences, below
+    llm = [g for g in groups if g.get("output_len") is not None and g.get("workload") != "serve"]
+    groups = [g for g in groups if g.get("output_len") is None]  # LLM points: their own sentences, below
+    for group in llm:
+        if group["is_baseline"] or not group["baseline_label"]:
+            continue
+        base = next((g for g in llm if g["is_baseline"] and g["label"] == group["baseline_label"]
+                     and g["model"] == group["model"] and g["batch_size"] == group["batch_size"]
+                     and g.get("input_len") == group.get("input_len")
+                     and g.get("output_len") == group.get("output_len")), None)
+        sentence = llm_decision.versus(group, base, _evidence(group, base)[1]) if base is not None else None
+        if sentence:
+            sentences.append(sentence)
     for group in groups:
         if group["is_baseline"] or not group["baseline_label"]:
             continue
@@ -126,23 +141,26 @@ def summary(doc: dict[str, Any]) -> list[str]:
                              f"{per_1m}{rough}.")
         else:
             sentences.append(f"No run meets {target}.")
-    unpriced = sorted({g["label"] for g in groups if g["usd_per_hour"] is None})
+    unpriced = sorted({g["label"] for g in groups + llm + serve if g["usd_per_hour"] is None})
     for label in unpriced:
         if any(label in s and "cost is not compared" in s for s in sentences):
             continue  # already explained
-        note = next(g["price_note"] for g in groups if g["label"] == label)
+        note = next(g["price_note"] for g in groups + llm + serve if g["label"] == label)
         sentences.append(f"{label}: cost N/A ({note}).")
-    sentences += wrong_answers(groups)
+    sentences += serve_sentences(serve)
+    sentences += wrong_answers(groups + llm)
     sentences += scaling_sentences(doc.get("scaling") or [])
     for skipped in doc.get("skipped") or []:
         sentences.append(f"Run {skipped['run_id']} on {skipped['host']} is left out: {skipped['reason']}.")
-    if len({g["label"] for g in groups}) == 1:
-        sentences[:0] = _one_host(groups)
+    if len({g["label"] for g in groups + llm}) == 1:
+        sentences[:0] = _one_host(groups) + llm_decision.one_host(llm)
     return sentences
 
 
 def _shape(group: dict[str, Any]) -> str:
     seq = f", seq {group['seq_len']}" if group.get("seq_len") is not None else ""
+    if group.get("output_len") is not None:
+        seq = f", {group.get('input_len')} in / {group['output_len']} out"
     return f"batch {group['batch_size']}{seq}"
 
 

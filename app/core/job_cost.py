@@ -23,7 +23,7 @@ from typing import Any
 from app.core.cost import SECONDS_PER_HOUR, usd_for_seconds
 from app.core.pricebook import MARKETS
 
-JOB_UNIT = {"train": "samples", "infer": "requests"}
+JOB_UNIT = {"train": "samples", "infer": "requests", "generate": "requests"}
 NOTHING_COMPILED = "nothing compiled (eager execution)"
 
 
@@ -54,12 +54,14 @@ class JobSize:
         return cls(epochs * dataset_samples, requests, epochs, dataset_samples)
 
     def work(self, workload: str | None) -> float | None:
-        return {"train": self.samples, "infer": self.requests}.get(workload or "")
+        return {"train": self.samples, "infer": self.requests, "generate": self.requests}.get(workload or "")
 
     def describe(self, workload: str) -> str:
         """"3,843,501 samples (3 epochs × 1,281,167)" or "10,000,000 requests"."""
         work = self.work(workload)
         text = f"{work:,.0f} {JOB_UNIT[workload]}"
+        if workload == "generate":
+            text += " of S in / N out (each row's own prompt and new tokens)"
         if workload == "train" and self.epochs is not None and self.dataset_samples is not None:
             text += f" ({self.epochs:g} epoch{'s' if self.epochs != 1 else ''} × {self.dataset_samples:,})"
         return text
@@ -154,6 +156,9 @@ def attach_jobs(doc: dict[str, Any], job: JobSize, hourly: dict[str, dict[str, f
     for group in doc["groups"]:
         members = [r for r in doc["rows"] if _same_setting(r, group)]
         work = job.work(group["workload"])
+        if work is not None and group["workload"] == "generate":
+            # N requests of S in / N out: the work is their output tokens, at the measured output tok/s.
+            work = work * group["output_len"] if group.get("output_len") else None
         compile_ = compile_estimates([(r["compile_s"], cache_states.get(r["run_id"])) for r in members],
                                      members[0]["backend"] if members else None)
         for row in members:
@@ -166,9 +171,10 @@ def attach_jobs(doc: dict[str, Any], job: JobSize, hourly: dict[str, dict[str, f
         item["job_usd"] = figures[f"usd_{market}_cold"] if figures else None
     sized = [g for g in doc["groups"] if g.get("job")]
     best = {workload: cheapest([g for g in sized if g["workload"] == workload], market)
-            for workload in JOB_UNIT}
+            for workload in JOB_UNIT if workload != "generate"}
     return {"size": job.to_dict(), "market": market,
-            "describe": {w: job.describe(w) for w in JOB_UNIT if job.work(w) is not None},
+            "describe": {w: job.describe(w) for w in JOB_UNIT if job.work(w) is not None
+                         and any(r["workload"] == w for r in doc["rows"])},
             "cheapest": {w: g["label"] + (f" batch {g['batch_size']}" if w == "infer" else "")
                          for w, g in best.items() if g is not None}}
 
@@ -181,6 +187,9 @@ def job_sentences(doc: dict[str, Any]) -> list[str]:
     out = []
     market = block["market"]
     for workload, what in block["describe"].items():
+        if workload == "generate":
+            out += _generate_sentences(doc, market)
+            continue
         groups = [g for g in doc["groups"] if g["workload"] == workload and g.get("job")]
         best = cheapest(groups, market)
         if best is None:
@@ -195,6 +204,26 @@ def job_sentences(doc: dict[str, Any]) -> list[str]:
             if fig[f"usd_{other}_cold"] is not None else ""
         out.append(f"Your job of {what} costs least on {where}: {fig['hours_cold']:,.3g} h and "
                    f"${fig[f'usd_{market}_cold']:,.2f} {market.replace('_', '-')} with a cold compile ({warm}{alt}).")
+    return out
+
+
+def _generate_sentences(doc: dict[str, Any], market: str) -> list[str]:
+    """generate: one sentence per shape, "Your job of 1,000,000 requests of 128 in / 128 out costs least on ..."."""
+    requests = (doc.get("job") or {}).get("size", {}).get("requests")
+    groups = [g for g in doc["groups"] if g["workload"] == "generate" and g.get("job")]
+    out = []
+    shapes = sorted({(g.get("input_len"), g.get("output_len")) for g in groups}, key=lambda s: (s[0] or 0, s[1] or 0))
+    for shape in shapes:
+        what = f"{requests:,.0f} requests of {shape[0]} in / {shape[1]} out"
+        best = cheapest([g for g in groups if (g.get("input_len"), g.get("output_len")) == shape], market)
+        if best is None:
+            out.append(f"Your job of {what}: cost N/A, no host that measured it has a price.")
+            continue
+        fig = best["job"]
+        out.append(f"Your job of {what} costs least on {best['label']} at batch {best['batch_size']}: "
+                   f"{fig['hours_cold']:,.3g} h and ${fig[f'usd_{market}_cold']:,.2f} {market.replace('_', '-')} "
+                   f"({fig['work']:,.0f} output tokens at {best['throughput']:,.4g} tok/s, the first call's compile "
+                   "counted once).")
     return out
 
 

@@ -93,6 +93,8 @@ def apply_mfu(result: dict[str, Any], table: PeakTable) -> dict[str, Any]:
         train["mfu"], train["mfu_basis"] = mfu_of(train, result, table, True, instance_type)
         if result.get("backend") == "neuron":
             train["mfu_basis"]["monitor_tflops"] = monitor_tflops(result)
+    for point in result.get("generate") or []:
+        apply_generate_mfu(point, result, table, instance_type)
     rows = result.get("infer") or []
     for row in rows:
         row["mfu"], row["mfu_basis"] = mfu_of(row, result, table, False, instance_type)
@@ -100,6 +102,25 @@ def apply_mfu(result: dict[str, Any], table: PeakTable) -> dict[str, Any]:
             # The monitor's figure covers every measure phase of the run: beside one batch size's only.
             row["mfu_basis"]["monitor_tflops"] = monitor_tflops(result)
     return result
+
+
+def apply_generate_mfu(point: dict[str, Any], result: dict[str, Any], table: PeakTable,
+                       instance_type: str | None) -> None:
+    """MFU of a generate point's prefill (rows/s = prefill tok/s / S) and of its decode (tokens/s a row each
+    step), each against the same peak; ``mfu_prefill_basis`` / ``mfu_decode_basis`` say how, or why not."""
+    if not isinstance(point, dict) or point.get("error"):
+        return
+    s_in = point.get("input_len") or 0
+    phases = {"prefill": (point.get("prefill_flops_per_row"),
+                          point["prefill_tok_s"] / s_in if point.get("prefill_tok_s") and s_in else None),
+              "decode": (point.get("decode_flops_per_token"), point.get("decode_tok_s"))}
+    for name, (per_unit, rate) in phases.items():
+        part = {"flops_per_sample": per_unit, "throughput_per_s": rate, "matmul_dtype": point.get("matmul_dtype"),
+                "batch_size": point.get("batch_size")}
+        mfu, basis = mfu_of(part, result, table, False, instance_type)
+        if per_unit is None and point.get("flops_missing"):
+            basis = {"missing": point["flops_missing"]}
+        point[f"mfu_{name}"], point[f"mfu_{name}_basis"] = mfu, basis
 
 
 def mfu_text(mfu: float | None) -> str:

@@ -46,7 +46,7 @@ class ProgressTracker:
         if kind == "step":
             self._step(event)
             return True
-        if kind == "latency":
+        if kind == "latency" or (kind == "gen_call" and event.get("stage") == "measure"):
             self._latency(event)
             return True
         if kind == "phase":
@@ -75,6 +75,9 @@ class ProgressTracker:
     @property
     def artefacts(self) -> int:
         """What an inference run measures one after the other: each batch size at each sequence length."""
+        if getattr(self.spec, "workload", None) == "generate":  # batch x prompt lengths x output lengths
+            return max(1, len(self.spec.batch_sizes)) * max(1, len(self.spec.input_lens or ())) \
+                * max(1, len(self.spec.output_lens or ()))
         lengths = len(getattr(self.spec, "seq_lens", ()) or ())
         return max(1, len(self.spec.batch_sizes)) * max(1, lengths)
 

@@ -10,7 +10,7 @@ from app.core.numbers import counted
 from app.core.quoting import quoted
 from app.core.target_ci import spec_target
 from remote_agent.capacity import nproc_problem
-from remote_agent.protocol import RunSpec, SpecError
+from remote_agent.protocol import DEFAULT_INPUT_LEN, DEFAULT_MODEL, DEFAULT_OUTPUT_LEN, RunSpec, SpecError
 from remote_agent.spec_limits import MODEL_ARG_LEVELS
 
 __all__ = ["RunSpec", "build_spec", "flag_for", "host_fit_problem", "model_config_problem", "parse_batch_sizes",
@@ -105,6 +105,13 @@ def spec_summary(spec: RunSpec | Mapping[str, Any]) -> str:
     work = spec_target(data) or (counted(data.get("steps") or 0, "step") if data.get("workload") == "train"
                                  else f"≥{requests} and ≥{data.get('duration')} s per size")
     procs = f" × {data['nproc']} processes" if data.get("nproc", 1) > 1 else ""
+    if data.get("workload") == "generate":
+        calls = counted(data.get("min_iters") or 0, "call")
+        work = spec_target(data) or f"≥{calls} and ≥{data.get('duration')} s per point"
+        sizes += (f" · {','.join(str(n) for n in data.get('input_lens') or [DEFAULT_INPUT_LEN])} in"
+                  f" / {','.join(str(n) for n in data.get('output_lens') or [DEFAULT_OUTPUT_LEN])} out")
+    if data.get("workload") == "serve":
+        return serve_summary(data, work)
     lengths = data.get("seq_lens") or []
     if lengths:
         sizes += f" · seq {','.join(str(n) for n in lengths)}"
@@ -113,6 +120,23 @@ def spec_summary(spec: RunSpec | Mapping[str, Any]) -> str:
     feed = " · data on device" if data.get("workload") == "train" and data.get("data") == "device" else ""
     return (f"{data.get('workload')} {data.get('model')} · batch {sizes}{procs} · {work} · "
             f"{data.get('backend')} · {data.get('precision')}{feed}")
+
+
+def serve_summary(data: Mapping[str, Any], work: str) -> str:
+    """``serve hf:… (transformers) · 128 in / 128 out · concurrency 1,2,4 · SLO ttft_p99=2s · ≥100 requests…``."""
+    named = "" if data.get("model") == DEFAULT_MODEL else str(data.get("model"))
+    if data.get("endpoint"):
+        server, model = f"endpoint {data['endpoint']}", named
+    elif data.get("server_cmd"):
+        server, model = f"command {data['server_cmd']}", named
+    else:
+        server, model = data.get("server") or "transformers", str(data.get("model"))
+    shape = (f"{','.join(str(n) for n in data.get('input_lens') or [DEFAULT_INPUT_LEN])} in / "
+             f"{','.join(str(n) for n in data.get('output_lens') or [DEFAULT_OUTPUT_LEN])} out")
+    levels = ",".join(str(c) for c in data.get("concurrency") or [1, 2, 4])
+    slo = f" · SLO {data['slo']} (with a Poisson rate search)" if data.get("slo") else ""
+    return (f"serve {model + ' ' if model else ''}({server}) · {shape} · concurrency {levels}{slo} · "
+            f"{work.replace('per size', 'per level')}")
 
 
 def _config_positions(config: Mapping[str, Any]) -> int | None:
@@ -142,6 +166,12 @@ def model_config_problem(spec: RunSpec) -> str | None:
     if not config.get("model_type"):
         return f"the config of {name} has no model_type: transformers cannot tell which architecture it describes"
     limit = _config_positions(dict(config, **{k: v for k, v in spec.model_args.items() if isinstance(v, int)}))
+    if spec.workload == "generate" and limit:
+        i = max(spec.input_lens or (DEFAULT_INPUT_LEN,))
+        o = max(spec.output_lens or (DEFAULT_OUTPUT_LEN,))
+        if i + o > limit:
+            return (f"{i} prompt tokens + {o} new tokens = {i + o} positions, past {name}'s maximum of {limit} "
+                    f"(max_position_embeddings): lower --input-lens or --output-lens")
     too_long = [n for n in spec.seq_lens if limit and n > limit]
     if too_long:
         return (f"--seq-len {max(too_long)} is past {name}'s maximum of {limit} positions "

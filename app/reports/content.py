@@ -16,10 +16,11 @@ from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summar
 from app.reports.cost_sections import cost_details
 from app.reports.efficiency import mfu_sentences, stop_sentences
 from app.reports.job_section import job_section
+from app.reports.llm_section import llm_results
 from app.reports.scaling_section import scaling_section
 from app.reports.wording import colours_of, join_values, measure_title, measures, num, short_model, times
 
-UNIT_LABEL = {"train": "samples/s", "infer": "inferences/s"}
+UNIT_LABEL = {"train": "samples/s", "infer": "inferences/s", "generate": "output tokens/s"}
 
 
 def _results(doc: dict[str, Any]) -> list[Block]:
@@ -27,6 +28,9 @@ def _results(doc: dict[str, Any]) -> list[Block]:
     rough = False
     wrong = False
     for workload, model in measures(doc):
+        if workload in ("generate", "serve"):
+            blocks += llm_results(doc, workload, model)
+            continue
         rows = []
         train = workload == "train"
         members = [r for r in doc["rows"] if (r["workload"], r["model"]) == (workload, model)]

@@ -15,7 +15,10 @@ COLUMNS = ("run_id", "host", "label", "instance_type", "instance_type_from", "re
            "usd_per_1m_tokens", "speedup_vs_baseline", "price_performance_vs_baseline", "price_source", "price_date",
            "price_note", "market", "repeat", "instance_id", "benchmark_s", "benchmark_usd", "job_hours", "job_usd",
            "check_agrees", "check_finite", "check_max_rel_err", "achieved_tflops", "mfu", "monitor_tflops",
-           "stopped_by", "target_ci_pct", "ci_pct")
+           "stopped_by", "target_ci_pct", "ci_pct",
+           # LLM workloads (generate, serve): N/A for the others; "total" tokens are prompt + output tokens
+           "input_len", "output_len", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "output_tok_s",
+           "total_tok_s", "usd_per_1m_output_tokens", "usd_per_1m_total_tokens")
 
 
 def _cell(value: Any) -> str:

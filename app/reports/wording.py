@@ -27,7 +27,8 @@ def short_model(model: str) -> str:
 
 
 def measure_title(workload: str, model: str) -> str:
-    return f"{model} {'training' if workload == 'train' else 'inference'}"
+    words = {"train": "training", "infer": "inference", "generate": "generation", "serve": "serving"}
+    return f"{model} {words.get(workload, workload)}"
 
 
 def join_values(values: list[Any]) -> str:

@@ -174,6 +174,27 @@ class Shots(ModelShots):
         window.runs.views[0].tabs.setCurrentIndex(1)
         self.save(window, "04-live-infer.png")
 
+    def shot_30_live_generate(self) -> None:
+        """A new user's "Generate" on This computer: the tiny random Llama, TTFT and TPOT per call, the sweep."""
+        window = self.window(probe_hosts=False)
+        form = window.workload
+        form.workload.setCurrentIndex(form.workload.findData("generate"))  # picks the tiny Llama preset
+        form.backend.setCurrentText("cpu")
+        run_from_button(window)
+        window.runs.views[0].tabs.setCurrentIndex(2)
+        self.save(window, "30-live-generate.png")
+
+    def shot_31_live_serve(self) -> None:
+        """A new user's "Serve" on This computer: transformers serve of the tiny random Llama, per-level TTFT/TPOT
+        and the throughput-latency curve, with an SLO."""
+        window = self.window(probe_hosts=False)
+        form = window.workload
+        form.workload.setCurrentIndex(form.workload.findData("serve"))  # picks the tiny-serve preset
+        form.slo.setText("ttft_p99=300ms,tpot_p99=50ms")
+        run_from_button(window, timeout=400)
+        window.runs.views[0].tabs.setCurrentIndex(2)
+        self.save(window, "31-live-serve.png")
+
     def shot_05_live_telemetry(self) -> None:
         """A recorded torch-xla run, looped, with neuron-monitor samples of a trn1.2xlarge training."""
         window = self.window(probe_hosts=False, load_models=False)

@@ -88,6 +88,16 @@ class Backend:
         """The batch actually fed per request (DataParallel feeds one per core)."""
         return batch_size
 
+    # ---------------------------------------------------------------- generation
+    def generator(self, model: Any, shape: Any, pad_token_id: int, workdir: str, name: str) -> Any:
+        """How this backend runs ``generate`` at one shape (backends/generation.py): eager, dynamic cache.
+
+        ``shape`` is a generation.Shape; ``name`` the model's name (compiled artefacts are cached by it).
+        """
+        from remote_agent.backends.generation import Generator
+
+        return Generator(model, self.device(0), shape, pad_token_id)
+
 
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")

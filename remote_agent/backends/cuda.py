@@ -60,3 +60,9 @@ class CudaBackend(Backend):
         # torch.compile is lazy: the first call compiles, so it belongs to the compile phase.
         run(*example)
         return run
+
+    def generator(self, model: Any, shape: Any, pad_token_id: int, workdir: str, name: str) -> Any:
+        from remote_agent.backends.generation import CudaGenerator
+
+        return CudaGenerator(model, self.device(int(os.environ.get("LOCAL_RANK", "0"))), shape, pad_token_id,
+                             bool(getattr(self.spec, "compile", False)))

@@ -47,7 +47,8 @@ class NeuronBackend(XlaBackend):
         # XLA device: asking torch-xla for one here would start a PJRT client that inference never uses.
         info = super().describe() if self.spec.workload == "train" else Backend.describe(self)
         if self.spec.workload != "train":
-            info["device"] = "NeuronCore x%d (torch_neuronx.trace)" % self.spec.nproc
+            info["device"] = "NeuronCore x%d (%s)" % (
+                self.spec.nproc, "optimum-neuron" if self.spec.workload == "generate" else "torch_neuronx.trace")
         info["torch_neuronx"] = getattr(torch_neuronx, "__version__", None)
         info["visible_cores"] = os.environ.get("NEURON_RT_VISIBLE_CORES")
         return info
@@ -76,3 +77,19 @@ class NeuronBackend(XlaBackend):
 
     def inference_batch(self, batch_size: int) -> int:
         return batch_size * self.spec.nproc
+
+    def generator(self, model: Any, shape: Any, pad_token_id: int, workdir: str, name: str) -> Any:
+        """XLA-era SDK (<= 2.31): optimum-neuron's NeuronModelForCausalLM, tensor parallel over --nproc cores."""
+        from remote_agent.backends.optimum_neuron import OptimumNeuronGenerator
+
+        return OptimumNeuronGenerator(model, shape, pad_token_id, workdir, name, self.spec.nproc,
+                                      self.spec.precision, _neuronx_cc_version())
+
+
+def _neuronx_cc_version() -> Any:
+    try:
+        from importlib import metadata
+
+        return metadata.version("neuronx-cc")
+    except Exception:  # not installed (a stand-in host): the key says "none"
+        return None

@@ -95,3 +95,8 @@ class XlaBackend(Backend):
 
         run(*example)  # the seed's lazy-tensor mode: the first call compiles the graph
         return run
+
+    def generator(self, model: Any, shape: Any, pad_token_id: int, workdir: str, name: str) -> Any:
+        from remote_agent.backends.generation import XlaGenerator
+
+        return XlaGenerator(model, self.device(0), shape, pad_token_id)

@@ -18,6 +18,10 @@ def classify(exc: BaseException, phase: str) -> Dict[str, Any]:
     detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     text = str(exc) or type(exc).__name__
     lower = (type(exc).__name__ + " " + text).lower()
+    if isinstance(getattr(exc, "error_kind", None), str):  # a workload's own sentence, said in full
+        return {"kind": exc.error_kind, "message": text,  # type: ignore[attr-defined]
+                "detail": "" if exc.__cause__ is None else "".join(traceback.format_exception(
+                    type(exc.__cause__), exc.__cause__, exc.__cause__.__traceback__))}
     if isinstance(exc, SpecProblem):
         return {"kind": "bad_spec", "message": text, "detail": ""}
     if isinstance(exc, BackendUnavailable):

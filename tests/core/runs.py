@@ -63,3 +63,34 @@ def infer_run(host: str, instance_type: str | None, rows: list[tuple[int, float,
               "train": None, "cost": None, "warnings": []}
     return StoredRun(run_id=run_id, host=host, status="ok", spec=result["spec"], created_at=1.0e9,
                      workload="infer", model=model, env=result["env"], result=result, instance_type=instance_type)
+
+
+def generate_run(host: str, instance_type: str | None, points: list[tuple[int, int, int, float, float, float]],
+                 model: str = "hf:meta-llama/Llama-3.1-8B", backend: str = "neuron", **spec: Any) -> StoredRun:
+    """points: (batch, prompt tokens, new tokens, output tok/s, TTFT p50 ms, TPOT p50 ms), 200 calls each."""
+    run_id = f"20261122-1400{next(_ids):02d}-cccccc"
+
+    def dist(p50: float) -> dict[str, Any]:
+        return {"p50": p50, "p90": p50 * 1.1, "p99": p50 * 1.3, "mean": p50, "ci95": [p50 * 0.98, p50 * 1.02],
+                "n": 200, "p99_flag": None}
+
+    result = {"schema": "neuronbench.result/1", "run_id": run_id, "host": host, "workload": "generate",
+              "backend": backend, "status": "ok", "error": None,
+              "spec": {"workload": "generate", "model": model, "task": "causal-lm", "model_args": {},
+                       "precision": "bf16", "backend": backend, "batch_sizes": sorted({p[0] for p in points}),
+                       "input_lens": sorted({p[1] for p in points}), "output_lens": sorted({p[2] for p in points}),
+                       "duration": 10, "min_iters": 10, **spec},
+              "env": env(instance_type),
+              "generate": [{"batch_size": b, "input_len": s_in, "output_len": s_out, "calls": 200, "load_s": 30.0,
+                            "first_call_s": 120.0, "compile_s": 110.0, "ttft_ms": dist(ttft), "tpot_ms": dist(tpot),
+                            "e2e_ms": dist(ttft + tpot * (s_out - 1)), "output_tok_s": out,
+                            "total_tok_s": out * (s_in + s_out) / s_out, "prefill_tok_s": b * s_in / ttft * 1e3,
+                            "decode_tok_s": b * 1e3 / tpot, "check": {"agrees": True, "finite": True,
+                                                                       "max_rel_err": 0.01, "greedy_agreement": 0.9},
+                            "prefill_flops_per_row": 2.0 * 8e9 * s_in, "decode_flops_per_token": 2.0 * 8e9,
+                            "matmul_dtype": "bf16", "stack": "optimum-neuron", "error": None}
+                           for b, s_in, s_out, out, ttft, tpot in points],
+              "train": None, "infer": None, "cost": None, "warnings": []}
+    return StoredRun(run_id=run_id, host=host, status="ok", spec=result["spec"], created_at=1.0e9,
+                     workload="generate", model=model, env=result["env"], result=result,
+                     instance_type=instance_type)

@@ -95,10 +95,60 @@ def infer_parts(result: dict[str, Any]) -> list[str]:
     return parts
 
 
+def serve_parts(result: dict[str, Any]) -> list[str]:
+    """Per shape, its operating point: ``16/16 at c=4 (goodput): TTFT p99 84 ms, 240.1 output tok/s, $0.12 per 1M
+    output tokens``, or the sentence of an SLO no load met."""
+    from app.core.serve_points import operating_points
+
+    costs = {(c.get("input_len"), c.get("output_len")): c.get("usd_per_1m_output_tokens")
+             for c in (result.get("cost") or {}).get("usd_per_1m_output_tokens") or [] if isinstance(c, dict)}
+    parts = []
+    for point in operating_points(result):
+        where = f"{point.get('input_len')}/{point.get('output_len')}"
+        if point.get("slo_unmet"):
+            parts.append(f"{where}: {html.escape(clean(point['slo_unmet']))}")
+            continue
+        text = (f"{where} at {html.escape(str(point.get('load_name')))} ({point['operating_point']}): TTFT p99 "
+                f"{_bold(_num((point.get('ttft_ms') or {}).get('p99'), '.3g') + ' ms')}, TPOT p99 "
+                f"{_bold(_num((point.get('tpot_ms') or {}).get('p99'), '.3g') + ' ms')}, "
+                f"{_bold(_num(point.get('output_tok_s'), ',.1f'))} output tok/s")
+        price = costs.get((point.get("input_len"), point.get("output_len")))
+        if price is not None:
+            text += f", {_bold(usd(price))} per 1M output tokens"
+        parts.append(text)
+    return parts
+
+
+def generate_parts(result: dict[str, Any]) -> list[str]:
+    """Per sweep point: ``b4 32/16: TTFT p50 12.3 ms, TPOT p50 4.56 ms, 812.3 output tok/s, $0.12 per 1M
+    output tokens, check ok``."""
+    costs = {(c.get("batch_size"), c.get("input_len"), c.get("output_len")): c.get("usd_per_1m_output_tokens")
+             for c in (result.get("cost") or {}).get("usd_per_1m_output_tokens") or []}
+    parts = []
+    for point in result.get("generate") or []:
+        where = f"b{point.get('batch_size')} {point.get('input_len')}/{point.get('output_len')}"
+        if point.get("error"):
+            parts.append(f"{where}: {html.escape(clean(str(point['error'].get('kind'))))}")
+            continue
+        text = (f"{where}: TTFT p50 {_bold(_num((point.get('ttft_ms') or {}).get('p50'), '.3g') + ' ms')}, "
+                f"TPOT p50 {_bold(_num((point.get('tpot_ms') or {}).get('p50'), '.3g') + ' ms')}, "
+                f"{_bold(_num(point.get('output_tok_s'), ',.1f'))} output tok/s")
+        price = costs.get((point.get("batch_size"), point.get("input_len"), point.get("output_len")))
+        if price is not None:
+            text += f", {_bold(usd(price))} per 1M output tokens"
+        check = _check(point.get("check"))
+        parts.append(text + (f", {check}" if check else ""))
+    return parts
+
+
 def result_parts(result: dict[str, Any]) -> list[str]:
     """The finished line's parts (rich text); empty when the Result holds no figure (a run that failed early)."""
     if result.get("train") and (result["train"].get("step_time_s") or {}).get("median") is not None:
         return train_parts(result)
+    if result.get("generate"):
+        return generate_parts(result)
+    if result.get("serve"):
+        return serve_parts(result)
     return infer_parts(result)
 
 

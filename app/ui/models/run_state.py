@@ -28,8 +28,16 @@ LOG_LINE_LIMIT = 2_000    # characters of one log line (a host's compiler line, 
 PHASE_CAPACITY = 200      # a sweep of 50 batch sizes; looped replays drop their oldest
 GIB = 1024 ** 3
 BAND_PHASES = ("setup", "compile", "warmup", "measure")
+GEN_MEASURE = 2.0  # gen_calls' stage code of a timed call
 
 Event = dict[str, Any]
+
+
+def _lengths(event: Event) -> tuple[int, int] | None:
+    """A generate event's (prompt tokens, new tokens), or None."""
+    if event.get("input_len") is None or event.get("output_len") is None:
+        return None
+    return int(event["input_len"]), int(event["output_len"])
 
 
 def missing_reason(missing: dict[str, str], prefix: str, default: str) -> str:
@@ -47,6 +55,7 @@ class PhaseSpan:
     end: float | None = None
     batch_size: int | None = None
     seq_len: int | None = None  # a text model's sweep: one artefact per batch size and length
+    lengths: tuple[int, int] | None = None  # generate: (prompt tokens, new tokens) of the sweep point
 
 
 @dataclass
@@ -110,7 +119,11 @@ class LiveRunState:
         self.latency = Ring(SERIES_CAPACITY, 6)
         self.sweep = Sweep(spec)                      # its rows: figures and the numerical check per artefact
         self.tokens_per_sample: float | None = None   # a text model's training steps say (``tokens``)
-        self.infer_throughput = Ring(SERIES_CAPACITY, 2)   # t, samples/s over the latency window
+        self.infer_throughput = Ring(SERIES_CAPACITY, 2)   # t, samples/s over the latency window (generate: output
+        # tok/s of each call)
+        # generate: t, TTFT ms, TPOT ms, decode ms, output tok/s, stage (0 first, 1 warm-up, 2 timed): one per call
+        self.gen_calls = Ring(STEP_CAPACITY, 6)
+        self.serve_levels: list[dict[str, Any]] = []  # serve: each load level's figures, as it ends
         self.host_series = Ring(SERIES_CAPACITY, 4)   # t, cpu %, memory used %, memory used GiB
         self.heat: Ring | None = None                 # t, then one util % column per core (``cores``)
         self.devices: list[DeviceNow] = []
@@ -202,15 +215,21 @@ class LiveRunState:
         name, t, size = event["name"], self._rel(event["t"]), event.get("batch_size")
         if event["state"] == "start":
             if name in BAND_PHASES:
-                self.phases.append(PhaseSpan(name, t, None, size, event.get("seq_len")))
+                self.phases.append(PhaseSpan(name, t, None, size, event.get("seq_len"), _lengths(event)))
             if name == "measure":
                 self._last_latency_t = None  # a new batch size: its first window starts here
                 if len(self.latency):  # and its curves start afresh: a gap, not a line from the last size
                     self.latency.append(t, size, None, None, None, event.get("seq_len") or 0)
                     self.infer_throughput.append(t, None)
+                if len(self.gen_calls):  # generate: a new sweep point's calls start a new line
+                    self.gen_calls.append(t, None, None, None, None, GEN_MEASURE)
+                    self.infer_throughput.append(t, None)
             label = {"warmup": "warming up", "measure": "measuring", "compile": "compiling",
                      "setup": "setting up", "teardown": "finishing"}.get(name, clean(name, 40))
-            self.activity = label + (f" ({where_text(size, event.get('seq_len'))})" if size is not None else "")
+            where = where_text(size, event.get("seq_len"))
+            if _lengths(event):
+                where += f", {event['input_len']} in / {event['output_len']} out"
+            self.activity = label + (f" ({where})" if size is not None else "")
             return
         if name == "setup" and "flops_per_sample" in event:
             self.compute = {k: event.get(k) for k in ("flops_per_sample", "matmul_dtype", "backend", "devices")}
@@ -218,7 +237,7 @@ class LiveRunState:
         for span in reversed(self.phases):
             # A length left to the model's default is named from setup's end on: a span without one matches.
             if span.name == name and span.end is None and span.batch_size == size and \
-                    span.seq_len in (None, event.get("seq_len")):
+                    span.seq_len in (None, event.get("seq_len")) and span.lengths == _lengths(event):
                 span.end = t
                 break
         if name == "compile" and "seconds" in event:
@@ -253,6 +272,19 @@ class LiveRunState:
             self.infer_throughput.append(t, rate)
         self.sweep.on_latency(event, rate)
         self._last_latency_t = t
+
+    def _on_serve_level(self, event: Event) -> None:
+        self.serve_levels.append(dict(event["level"]))
+
+    def _on_gen_call(self, event: Event) -> None:
+        t = self._rel(event["t"])
+        self.ci_pct = event.get("ci_pct", self.ci_pct)
+        stage = {"first": 0.0, "warmup": 1.0}.get(event.get("stage"), GEN_MEASURE)
+        self.gen_calls.append(t, event.get("ttft_ms"), event.get("tpot_ms"), event.get("decode_ms"),
+                              event.get("output_tok_s"), stage)
+        if stage == GEN_MEASURE and event.get("output_tok_s") is not None:
+            self.infer_throughput.append(t, event["output_tok_s"])
+        self.sweep.on_gen_call(event)
 
     def _on_sample(self, event: Event) -> None:
         t = self._rel(event["t"])

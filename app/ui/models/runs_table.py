@@ -34,7 +34,7 @@ COLUMN_TIPS = {
 # The store's statuses, in the colours of theme.STATUS.
 _DOT = {"ok": "ok", "running": "running", "failed": "failed", "cancelled": "cancelled", "interrupted": "failed",
         "unfinished": "detached"}
-_WORKLOAD = {"train": "training", "infer": "inference"}
+_WORKLOAD = {"train": "training", "infer": "inference", "generate": "generate"}
 
 
 def headline(run: StoredRun) -> tuple[float | None, str]:
@@ -43,6 +43,13 @@ def headline(run: StoredRun) -> tuple[float | None, str]:
     if run.workload == "train":
         value = (result.get("train") or {}).get("throughput_samples_per_s")
         return value, "N/A" if value is None else f"{figure(value)} samples/s"
+    if run.workload == "generate":  # the best output tok/s over the sweep points
+        points = [p for p in result.get("generate") or [] if p.get("output_tok_s") is not None]
+        if not points:
+            return None, "N/A"
+        top = max(points, key=lambda p: p["output_tok_s"])
+        return top["output_tok_s"], (f"{figure(top['output_tok_s'])} output tok/s (batch {top.get('batch_size')}, "
+                                     f"{top.get('input_len')}/{top.get('output_len')})")
     rows = [r for r in result.get("infer") or [] if r.get("throughput_per_s") is not None]
     if not rows:
         return None, "N/A"
@@ -56,6 +63,15 @@ def usd_per_million(run: StoredRun) -> float | None:
     if run.workload == "train":
         return cost.get("usd_per_1m_samples")
     best = headline(run)[0]
+    if run.workload == "generate":  # $ per 1M output tokens at the headline's point
+        points = (run.result or {}).get("generate") or []
+        prices = cost.get("usd_per_1m_output_tokens") or []
+        for point in points:
+            if best is not None and point.get("output_tok_s") == best:
+                key = (point.get("batch_size"), point.get("input_len"), point.get("output_len"))
+                return next((c.get("usd_per_1m_output_tokens") for c in prices
+                             if (c.get("batch_size"), c.get("input_len"), c.get("output_len")) == key), None)
+        return None
     per_batch = {r.get("batch_size"): r.get("usd_per_1m") for r in cost.get("usd_per_1m_inferences") or []}
     for row in (run.result or {}).get("infer") or []:
         if best is not None and row.get("throughput_per_s") == best:

@@ -48,7 +48,9 @@ from app.ui.widgets.charts import new_plot, nice_ceiling, restyle, style_layout
 from app.ui.widgets.status_line import StatusLine
 
 MONITOR = "neuron-monitor TFLOP/s"  # shown only where a compared run ran under neuron-monitor
-COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "MFU", MONITOR, "p50 ms", "p99 ms", "$/h",
+LLM_HEADERS = ("TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "TPOT p99 ms")  # shown where an LLM run is compared
+COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "MFU", MONITOR, "p50 ms", "p99 ms",
+           *LLM_HEADERS, "$/h",
            "Price source", "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference", "Check",
            "Benchmark $")
 COLUMN_TIPS = {
@@ -60,7 +62,7 @@ COLUMN_TIPS = {
                                                              "requests, marked ~ when fewer)",
     "$/h": "hourly price of the instance type, from the price book",
     "Price source": "where the hourly price comes from, and its date",
-    "$ per 1M": "cost per million samples or inferences: $/h / 3600 / throughput x 1e6",
+    "$ per 1M": "cost per million samples or inferences (generate: output tokens): $/h / 3600 / throughput x 1e6",
     "Work per $ vs baseline": "samples (or inferences) per dollar relative to the baseline run: >1 is cheaper work",
     "Speed vs baseline": "throughput relative to the baseline run",
     "Difference": "whether the difference from the baseline is significant (95% intervals of repeats)",
@@ -72,12 +74,16 @@ COLUMN_TIPS = {
              "MFU (Neuron runs only)",
     "MFU": "model FLOPs utilisation: FLOPs per sample x samples/s / the dense peak of the devices used, for the "
            "dtype the matmuls ran in (N/A where no peak is known, e.g. a CPU)",
+    "TTFT p50 ms": "generate: time to first token, call start to the first new token (median of the calls)",
+    "TTFT p99 ms": "generate: 99th percentile time to first token (rough under 100 calls)",
+    "TPOT p50 ms": "generate: time per output token after the first, (E2E - TTFT) / (N - 1), median of the calls",
+    "TPOT p99 ms": "generate: 99th percentile time per output token",
 }
 MARKETS = (("on_demand", "On-demand prices"), ("spot", "Spot prices"))
 BAR_GROUP_WIDTH = 0.8
 SOURCE_COLUMN_WIDTH = 260  # a price source is long (a catalog path and commit): elided, whole on its tooltip
 TABLE_SHARE_MAX = 0.45     # of the height under the summary; the charts get the rest
-WORKLOADS = {"train": "training", "infer": "inference"}
+WORKLOADS = {"train": "training", "infer": "inference", "generate": "generate"}
 
 
 def compute(paths: AppPaths, run_ids: list[str], options: CompareOptions) -> Comparison:
@@ -107,11 +113,13 @@ def category(row: dict[str, Any]) -> tuple[int, int]:
     inference per batch size."""
     if row["workload"] == "train":
         return (0, 0)
+    if row.get("output_len") is not None:  # LLM rows after inference's, per batch size
+        return (2, int(row["batch_size"] or 0))
     return (1, int(row["batch_size"] or 0))
 
 
 def category_label(key: tuple[int, int]) -> str:
-    return "training" if key[0] == 0 else f"batch {key[1]}"
+    return "training" if key[0] == 0 else f"batch {key[1]}" + (" (generate)" if key[0] == 2 else "")
 
 
 def difference(group: dict[str, Any] | None) -> str:
@@ -341,13 +349,21 @@ class CompareView(QWidget):
             mark = check_mark_of(row.get("check_agrees"), row.get("check_finite"), checked)
             tokens = f" · {figure(row['tokens_per_s'])} tokens/s" if row.get("tokens_per_s") else ""
             per_token = f" · {usd(row['usd_per_1m_tokens'])} per 1M tokens" if row.get("usd_per_1m_tokens") else ""
+            llm = row.get("output_len") is not None
+            if llm:  # generate: $ per 1M output tokens, and per 1M prompt + output tokens labelled so
+                tokens = f" · {figure(row['tokens_per_s'])} prompt + output tok/s" if row.get("tokens_per_s") else ""
+                per_token = f" output · {usd(row.get('usd_per_1m_total_tokens'))} per 1M prompt + output tokens"
             cells = [
                 row["run_id"], host_cell(row), WORKLOADS.get(row["workload"], row["workload"] or ""),
-                str(row["batch_size"]) + (f", seq {row['seq_len']}" if row.get("seq_len") is not None else ""),
+                str(row["batch_size"]) + (f", seq {row['seq_len']}" if row.get("seq_len") is not None else "")
+                + (f", {row['input_len']} in / {row['output_len']} out" if llm else ""),
                 f"{figure(row['throughput'])} {row['unit']}{tokens}",
                 f"{figure(ci[0])} – {figure(ci[1])}" if ci else "—", mfu_text(row.get("mfu")),
                 "" if row.get("monitor_tflops") is None else figure(row["monitor_tflops"]),
-                _ms(row["latency_p50_ms"]), p99, usd(row["usd_per_hour"]),
+                _ms(row["latency_p50_ms"]), p99,
+                *(_ms(row.get(key)) if llm else "" for key in ("ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+                                                               "tpot_p99_ms")),
+                usd(row["usd_per_hour"]),
                 f"{row['price_source']} ({row['price_date']})" if row["price_source"] else (row["price_note"] or "N/A"),
                 usd(row["usd_per_1m"]) + per_token, _ratio(row["price_performance_vs_baseline"]),
                 _ratio(row["speedup_vs_baseline"]), difference(group),
@@ -359,7 +375,7 @@ class CompareView(QWidget):
                 # Host names, instance types, model names and price notes come from users and hosts.
                 item = QTableWidgetItem(clean(text))
                 item.setToolTip(clean(text, SENTENCE_LIMIT))
-                if COLUMNS[col] in ("Throughput", MONITOR, "p50 ms", "p99 ms", "$/h", "$ per 1M",
+                if COLUMNS[col] in ("Throughput", MONITOR, "p50 ms", "p99 ms", *LLM_HEADERS, "$/h", "$ per 1M",
                                     "Work per $ vs baseline", "Speed vs baseline", "Benchmark $"):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if COLUMNS[col] == "Host" and row["instance_type"]:
@@ -382,6 +398,8 @@ class CompareView(QWidget):
                 self.table.setItem(index, col, item)
         # No empty column where no run ran under neuron-monitor (a GPU or CPU comparison).
         self.table.setColumnHidden(COLUMNS.index(MONITOR), not any(r.get("monitor_tflops") is not None for r in rows))
+        for header in LLM_HEADERS:  # TTFT and TPOT only where a generate (or serve) run is compared
+            self.table.setColumnHidden(COLUMNS.index(header), not any(r.get("output_len") is not None for r in rows))
         self.table.resizeColumnsToContents()
         source = COLUMNS.index("Price source")
         self.table.setColumnWidth(source, min(self.table.columnWidth(source), SOURCE_COLUMN_WIDTH))

@@ -17,6 +17,7 @@ from PySide6.QtCore import QPoint, QSortFilterProxyModel, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -75,6 +76,25 @@ def delete_runs(db_path, run_ids: list[str]) -> int:
     return len(run_ids)
 
 
+class WorkloadFilter(QSortFilterProxyModel):
+    """The text filter (any column) and, when one is picked, only the runs of one workload."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.workload = ""
+
+    def set_workload(self, workload: str) -> None:
+        self.workload = workload
+        self.invalidateFilter()
+
+    def filterAcceptsRow(self, row: int, parent) -> bool:
+        if self.workload:
+            runs = getattr(self.sourceModel(), "runs", [])
+            if row < len(runs) and (runs[row].workload or "") != self.workload:
+                return False
+        return super().filterAcceptsRow(row, parent)
+
+
 class HistoryView(QWidget):
     rerun_requested = Signal(object, str)      # the run's spec (dict), its host
     reattach_requested = Signal(str, str)      # run id, host
@@ -97,12 +117,17 @@ class HistoryView(QWidget):
         self._looking = False  # a look at the store is on a worker thread
 
         self.model = RunsTableModel(self)
-        self.proxy = QSortFilterProxyModel(self)
+        self.proxy = WorkloadFilter(self)
         self.proxy.setSourceModel(self.model)
         self.proxy.setSortRole(SORT_ROLE)
         self.proxy.setFilterKeyColumn(-1)  # any column: host, model, status, id, instance type...
         self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
 
+        self.workload_filter = QComboBox()
+        for label, workload in (("All workloads", ""), ("Training", "train"), ("Inference", "infer"),
+                                ("Generate", "generate"), ("Serve", "serve")):
+            self.workload_filter.addItem(label, workload)
+        self.workload_filter.setToolTip("show only the runs of one workload")
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter: host, model, status, instance type, run id…")
         self.filter.setClearButtonEnabled(True)
@@ -136,6 +161,7 @@ class HistoryView(QWidget):
         self.status = StatusLine()
 
         top = QHBoxLayout()
+        top.addWidget(self.workload_filter)
         top.addWidget(self.filter, 1)
         top.addWidget(self.count)
         top.addWidget(self.refresh_button)
@@ -155,6 +181,7 @@ class HistoryView(QWidget):
         self.exporter.finished.connect(self._update_buttons)
         self.exporter.failed.connect(lambda exc: self._show_error("Export failed", exc))
         self.filter.textChanged.connect(self._filter_changed)
+        self.workload_filter.currentIndexChanged.connect(self._workload_changed)
         self.refresh_button.clicked.connect(self.refresh)
         self.compare_button.clicked.connect(self.compare_selected)
         self.rerun_button.clicked.connect(self.rerun_selected)
@@ -277,6 +304,11 @@ class HistoryView(QWidget):
 
     def _filter_changed(self, text: str) -> None:
         self.proxy.setFilterFixedString(text.strip())
+        self._update_count()
+        self._update_buttons()
+
+    def _workload_changed(self) -> None:
+        self.proxy.set_workload(str(self.workload_filter.currentData() or ""))
         self._update_count()
         self._update_buttons()
 

@@ -61,7 +61,8 @@ class JobBox(QGroupBox):
         self.requests = QLineEdit()
         self.requests.setPlaceholderText("e.g. 10M")
         self.requests.setMaximumWidth(self.fontMetrics().horizontalAdvance("0") * 18)
-        self.requests.setToolTip("requests to serve, one inference each, at each batch size measured")
+        self.requests.setToolTip("requests to serve, one inference each, at each batch size measured; for generate, "
+                                 "N requests of the run's S prompt tokens in / N new tokens out")
         self.problem = QLabel()
         self.problem.setWordWrap(True)
         self.table = QTableWidget(0, len(COLUMNS))
@@ -103,12 +104,13 @@ class JobBox(QGroupBox):
         """Offer only the sizes the compared runs measured (a training size means nothing to inference)."""
         for widgets, workload in (((self.train_label, self.epochs, self.dataset), "train"),
                                   ((self.infer_label, self.requests), "infer")):
+            offered = workload in workloads or (workload == "infer" and "generate" in workloads)
             for widget in widgets:
-                widget.setEnabled(workload in workloads)
+                widget.setEnabled(offered)
                 tip = widget.property("own_tip")
                 if tip is None:
                     widget.setProperty("own_tip", tip := widget.toolTip())
-                widget.setToolTip(tip if workload in workloads else f"no {WORKLOADS[workload]} run in this comparison")
+                widget.setToolTip(tip if offered else f"no {WORKLOADS[workload]} run in this comparison")
 
     def job(self) -> JobSize | None:
         """The job typed, or None (nothing typed, or a size that is not a count: the box says why)."""

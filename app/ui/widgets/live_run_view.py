@@ -34,6 +34,7 @@ from app.cli.text import format_result
 from app.core.errors import NeuronBenchError
 from app.core.mfu import live_mfu, mfu_text
 from app.core.quoting import clean
+from app.core.serve_points import slo_limits
 from app.core.specs import spec_summary
 from app.core.step_window import ROLLING_STEPS
 from app.core.target_ci import interval_text
@@ -55,10 +56,12 @@ from app.ui.widgets.charts import (
 )
 from app.ui.widgets.device_charts import MemoryBars, UtilisationCharts
 from app.ui.widgets.error_panel import describe_exception
+from app.ui.widgets.generate_chart import GenerateCharts
 from app.ui.widgets.host_memory_chart import HostMemoryChart
 from app.ui.widgets.latency_chart import LatencyChart
 from app.ui.widgets.log_pane import LogPane
 from app.ui.widgets.phase_band import PhaseBand
+from app.ui.widgets.serve_chart import ServeCharts
 from app.ui.widgets.sweep_view import CheckBanner, SweepTable
 
 MIN_X_SPAN_S = 5.0
@@ -173,6 +176,8 @@ class LiveRunView(QFrame):
         style_layout(self.charts, pal)
         self.charts.ci.setSpacing(4)
         train = job.spec.workload == "train"
+        generate = job.spec.workload == "generate"
+        serve = job.spec.workload == "serve"
         # One phase band over each column of charts: each lines up with the time axes under it.
         self.bands = [PhaseBand(pg.PlotItem(), pal) for _ in (0, 1)]
         if train:
@@ -182,11 +187,18 @@ class LiveRunView(QFrame):
             self.step_curve = live_curve(self.main, raw)
             self.median_curve = live_curve(self.main, theme.series_colour(0, pal))
             self.compiled_curve = live_curve(self.main, theme.series_colour(5, pal), symbol="t1", symbol_size=8)
+        elif generate or serve:
+            self.main = new_plot("", "ms", pal)
         else:
             self.main = new_plot(LATENCY_TITLE, "ms", pal)
             self.latency_chart = LatencyChart(self.main, pal)  # a series per batch size and sequence length
-        self.throughput = new_plot(THROUGHPUT_TITLE if train else "Throughput (samples/s)", "samples/s", pal)
+        self.throughput = new_plot("" if generate or serve else THROUGHPUT_TITLE if train else
+                                   "Throughput (samples/s)", "ms" if generate or serve else "samples/s", pal)
         self.throughput_curve = live_curve(self.throughput, theme.series_colour(2, pal))
+        # generate: TTFT and TPOT of each call on the main chart, its prefill/decode split on the second
+        self.generate_charts = GenerateCharts(self.main, self.throughput, pal) if generate else None
+        # serve: TTFT/TPOT percentiles per load level, and throughput against latency (neither over time)
+        self.serve_charts = ServeCharts(self.main, self.throughput, pal, _slo(job.spec)) if serve else None
         util_bars = new_plot("Core utilisation now (%)", "%", pal)
         heat = new_plot("Core utilisation over time", "core", pal)
         self.util = UtilisationCharts(util_bars, heat, pal)
@@ -199,8 +211,11 @@ class LiveRunView(QFrame):
         self.mem_curve = live_curve(self.host_plot, theme.series_colour(1, pal), name="memory")
         self.time_plots = [self.main, self.throughput, heat, self.host_plot, self.host_memory.plot,
                            *(b.plot for b in self.bands)]
+        if serve:  # its two charts have their own x axes (load levels, tok/s): time is kept by the others
+            self.time_plots = self.time_plots[2:]
+        self.time_axis = self.time_plots[0]
         for plot in self.time_plots[1:]:
-            plot.setXLink(self.main)
+            plot.setXLink(self.time_axis)
         self.host_plot.getAxis("bottom").setLabel("seconds since the run started")
         self.plots = [self.main, self.throughput, util_bars, heat, self.memory.plot, self.host_memory.plot,
                       self.host_plot]
@@ -364,11 +379,17 @@ class LiveRunView(QFrame):
         _set_text(self.figures, self._figures_text())
         self.log.add(state.take_new_logs())
         span = nice_ceiling(max(state.last_t * 1.02, MIN_X_SPAN_S))
-        set_range(self.main, "x", span)
+        set_range(self.time_axis, "x", span)
         phases = list(state.phases)
         for band in self.bands:
             band.update(phases, state.last_t, span)
-        if state.spec.workload == "train":
+        if self.serve_charts is not None:
+            self.serve_charts.update(state.serve_levels)
+        elif self.generate_charts is not None:
+            self.generate_charts.update(state.gen_calls.array(), span)
+            if self.sweep_table is not None:
+                self.sweep_table.update_from(state.sweep)
+        elif state.spec.workload == "train":
             steps = state.steps.array()
             # Compiled steps are the ▲ markers; on the line they would draw a cliff of seconds.
             set_curve(self.step_curve, steps[:, 0], np.where(steps[:, 4] == 0, steps[:, 1], np.nan))
@@ -421,6 +442,26 @@ class LiveRunView(QFrame):
         """The status line while the run goes on: the rolling figures and the host's newest sample."""
         state = self.state
         parts = []
+        if state.spec.workload == "serve":
+            level = state.serve_levels[-1] if state.serve_levels else None
+            if level is None:
+                return "no load level finished yet"
+            where = f"c={level.get('concurrency')}" if level.get("rate") is None else f"{level['rate']:.3g}/s"
+            parts.append(f"{len(state.serve_levels)} level(s); last {where}")
+            for label, metric in (("TTFT p99", "ttft_ms"), ("TPOT p99", "tpot_ms")):
+                parts.append(f"{label} <b>{_num((level.get(metric) or {}).get('p99'), '.3g', ' ms')}</b>")
+            parts.append(f"output <b>{_num(level.get('output_tok_s'), ',.1f', ' tok/s')}</b>")
+            if level.get("errors"):
+                parts.append(f"{level['errors']} error(s)")
+            return " · ".join(parts)
+        if state.spec.workload == "generate":
+            call = state.gen_calls.last()
+            for label, column in (("TTFT", 1), ("TPOT", 2)):
+                value = None if call is None or np.isnan(call[column]) else float(call[column])
+                parts.append(f"{label} <b>{_num(value, '.2f', ' ms')}</b>")
+            parts.append(f"output <b>{_num(state.latest_throughput(), ',.1f', ' tok/s')}</b>")
+            parts.extend(known_figures(state))
+            return " · ".join(parts)
         if state.spec.workload == "train":
             parts.append(f"step {state.progress.step}/{state.spec.steps}")
             parts.append(f"step time (median of last {ROLLING_STEPS}) "
@@ -449,7 +490,11 @@ class LiveRunView(QFrame):
             restyle(self.charts, self.plots, pal)
             for band in self.bands:
                 band.restyle(pal)
-            if self.state.spec.workload != "train":
+            if self.serve_charts is not None:
+                self.serve_charts.restyle(pal)
+            elif self.generate_charts is not None:
+                self.generate_charts.restyle(pal)
+            elif self.state.spec.workload != "train":
                 self.latency_chart.restyle(pal)
             self.util.restyle(pal)
             self.memory.restyle(pal)
@@ -464,8 +509,18 @@ class LiveRunView(QFrame):
         curves = {"throughput": self.throughput_curve, "host_cpu": self.cpu_curve, "host_mem": self.mem_curve}
         if self.state.spec.workload == "train":
             curves.update(step_time=self.step_curve, step_median=self.median_curve, compiled=self.compiled_curve)
-        out = {} if self.state.spec.workload == "train" else self.latency_chart.data()
+        out = {} if self.state.spec.workload == "train" else self.generate_charts.data() \
+            if self.generate_charts is not None else self.serve_charts.data() \
+            if self.serve_charts is not None else self.latency_chart.data()
         for name, curve in curves.items():
             _x, y = curve.getOriginalDataset()
             out[name] = np.asarray(y if y is not None else [], dtype=float)
         return out
+
+
+def _slo(spec: Any) -> dict[str, float] | None:
+    """The serve spec's SLO in ms (None without one, or when it does not parse: the run says why)."""
+    try:
+        return slo_limits(spec.slo or "")
+    except ValueError:
+        return None

@@ -46,6 +46,9 @@ class SweepTable(QTableWidget):
         if sweep.version == self._shown:
             return
         self._shown = sweep.version
+        if sweep.generate:
+            self._generate_rows(sweep)
+            return
         text = sweep.text
         columns = ["Batch", *(["Seq"] if text else []), "State", "Compile s", "Requests", "p50 ms", "p90 ms",
                    "p99 ms", "samples/s", *(["tokens/s"] if text else []), "Check"]
@@ -60,6 +63,32 @@ class SweepTable(QTableWidget):
                      _num(row.compile_s, ".2f"), f"{row.requests:,}", _num(row.p50_ms, ".2f"), _num(row.p90_ms, ".2f"),
                      _num(row.p99_ms, ".2f"), _num(row.samples_per_s, ",.1f"),
                      *([_num(row.tokens_per_s, ",.0f")] if text else []), check]
+            for column, value in enumerate(cells):
+                item = self.item(index, column)
+                if item is None:
+                    item = QTableWidgetItem()
+                    self.setItem(index, column, item)
+                item.setText(value)
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                item.setToolTip(row.problem or tip if column == len(cells) - 1 else (row.problem or ""))
+                item.setForeground(error if row.problem else self.palette().text())
+
+    def _generate_rows(self, sweep: Sweep) -> None:
+        """generate: a row per (batch, prompt, new tokens) point with TTFT, TPOT, output tok/s and $/1M out."""
+        columns = ["Batch", "In", "Out", "State", "First call s", "Calls", "TTFT p50 ms", "TTFT p99 ms",
+                   "TPOT p50 ms", "TPOT p99 ms", "output tok/s", "$/1M output", "Check"]
+        if self.columnCount() != len(columns) or self.horizontalHeaderItem(1).text() != "In":
+            self.setColumnCount(len(columns))
+            self.setHorizontalHeaderLabels(columns)
+        self.setRowCount(len(sweep.rows))
+        error = QBrush(theme.error_text_colour(self.palette()))
+        for index, row in enumerate(sweep.rows.values()):
+            check, tip = check_cell(row, self.checking)
+            lengths = row.lengths or (0, 0)
+            cells = [str(row.batch_size), str(lengths[0]), str(lengths[1]), row.state, _num(row.compile_s, ".2f"),
+                     f"{row.requests:,}", _num(row.ttft_p50_ms, ".2f"), _num(row.ttft_p99_ms, ".2f"),
+                     _num(row.tpot_p50_ms, ".2f"), _num(row.tpot_p99_ms, ".2f"), _num(row.output_tok_s, ",.1f"),
+                     "N/A" if row.usd_per_1m_output is None else f"${row.usd_per_1m_output:,.3g}", check]
             for column, value in enumerate(cells):
                 item = self.item(index, column)
                 if item is None:

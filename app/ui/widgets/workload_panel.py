@@ -20,19 +20,27 @@ from PySide6.QtWidgets import (
 
 from app.core.errors import BadSpecError
 from app.core.presets import INFER_DEFAULT_BATCH_SIZES, PRESETS
-from app.core.specs import build_spec, flag_for, host_fit_problem, parse_batch_sizes, parse_model_args
+from app.core.serve_points import slo_limits
+from app.core.specs import build_spec, flag_for, host_fit_problem, parse_batch_sizes, parse_model_args, parse_sizes
 from app.ui import theme
 from app.ui.widgets.model_field import ModelField
 from app.ui.widgets.model_inputs import ModelInputs
-from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, WORKLOADS, RunSpec
+from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, SERVERS, WORKLOADS, RunSpec
 
 DEFAULT_PRESET = "quickstart"
 CUSTOM = ""
-WORKLOAD_LABELS = {"train": "Training", "infer": "Inference"}
+WORKLOAD_LABELS = {"train": "Training", "infer": "Inference", "generate": "Generate (LLM tokens)",
+                   "serve": "Serve (an LLM server under load)"}
 TRAIN_ONLY = ("steps", "workers", "data")
 AUTO_WORKERS = -1  # the workers spin box's "auto" position: RunSpec.workers None, chosen by the agent
 DATA_LABELS = {"host": "host: the seed's loader", "device": "device: one batch, reused"}
 INFER_ONLY = ("duration", "min_iters")
+GENERATE_ONLY = ("input_lens", "output_lens", "compile")
+# The preset the form switches to when "Generate" is picked on a spec that cannot generate (a ViT).
+GENERATE_PRESET = "tiny-generate"
+SERVE_ONLY = ("concurrency", "server", "slo")
+# "Serve" on a model that cannot generate: the tiny random Llama behind transformers serve, here at once.
+SERVE_PRESET = "tiny-serve"
 
 
 def form_of(spec: RunSpec, preset: Any) -> dict[str, Any]:
@@ -46,6 +54,10 @@ def form_of(spec: RunSpec, preset: Any) -> dict[str, Any]:
         "duration": spec.duration, "min_iters": spec.min_iters, "nproc": spec.nproc,
         "workers": AUTO_WORKERS if spec.workers is None else spec.workers, "data": spec.data,
         "target_ci": float(spec.target_ci or 0.0),
+        "input_lens": ",".join(str(n) for n in spec.input_lens),
+        "output_lens": ",".join(str(n) for n in spec.output_lens), "compile": spec.compile,
+        "concurrency": ",".join(str(n) for n in spec.concurrency), "server": spec.server or "transformers",
+        "slo": spec.slo,
     }
 
 
@@ -76,7 +88,9 @@ class WorkloadPanel(QWidget):
         self.valid = False
         self.error_field: str | None = None
         self._spec: RunSpec | None = None
-        self._batch_text = {"train": "8", "infer": ",".join(str(b) for b in INFER_DEFAULT_BATCH_SIZES)}
+        self._batch_text = {"train": "8", "infer": ",".join(str(b) for b in INFER_DEFAULT_BATCH_SIZES),
+                            "generate": "1,4"}
+        self._shown_workload = "train"
         self._filling = False
         help_ = RunSpec.field_help()
 
@@ -88,7 +102,8 @@ class WorkloadPanel(QWidget):
         self.preset.setToolTip("start from a ready-made spec; any change makes it Custom")
         self.workload = QComboBox()
         for name in WORKLOADS:
-            self.workload.addItem(WORKLOAD_LABELS[name], name)
+            if name in WORKLOAD_LABELS:  # a workload without a form here (serve has its own) is not offered
+                self.workload.addItem(WORKLOAD_LABELS[name], name)
         self.model_inputs = ModelInputs()
         self.model = self.model_inputs.model
         self.task, self.seq_lens, self.check = (self.model_inputs.task, self.model_inputs.seq_lens,
@@ -117,6 +132,18 @@ class WorkloadPanel(QWidget):
         self.data = QComboBox()
         for name in DATA_SOURCES:
             self.data.addItem(DATA_LABELS[name], name)
+        self.input_lens = QLineEdit()
+        self.input_lens.setPlaceholderText("e.g. 128,1024 (default 128)")
+        self.output_lens = QLineEdit()
+        self.output_lens.setPlaceholderText("e.g. 128 (default 128): exactly this many a row")
+        self.compile = QCheckBox("static cache + torch.compile (cuda)")
+        self.concurrency = QLineEdit()
+        self.concurrency.setPlaceholderText("e.g. 1,2,4,8 (default 1,2,4): requests in flight")
+        self.server = QComboBox()
+        for name in SERVERS:
+            self.server.addItem(name, name)
+        self.slo = QLineEdit()
+        self.slo.setPlaceholderText("e.g. ttft_p99=2000ms,tpot_p99=100ms or mlperf-server (optional)")
         self._host_envs: dict[str, dict[str, Any]] = {}
 
         self.fields: dict[str, QWidget] = {
@@ -125,13 +152,16 @@ class WorkloadPanel(QWidget):
             "batch_sizes": self.batch_sizes,
             "steps": self.steps, "warmup": self.warmup, "duration": self.duration, "min_iters": self.min_iters,
             "nproc": self.nproc, "workers": self.workers, "data": self.data, "target_ci": self.target_ci,
+            "input_lens": self.input_lens, "output_lens": self.output_lens, "compile": self.compile,
+            "concurrency": self.concurrency, "server": self.server, "slo": self.slo,
         }
         labels = {"workload": "Workload", "model": "Model", "model_args": "Model args", "task": "Task",
                   "seq_lens": "Sequence length(s)", "check": "Numerical check", "backend": "Backend",
                   "precision": "Precision", "batch_sizes": "Batch size(s)", "steps": "Steps",
                   "warmup": "Warm-up", "duration": "Duration", "min_iters": "Min. requests",
                   "nproc": "Cores / processes", "workers": "Loader workers", "data": "Input data",
-                  "target_ci": "Measure"}
+                  "target_ci": "Measure", "input_lens": "Prompt tokens", "output_lens": "New tokens",
+                  "compile": "Compile", "concurrency": "Concurrency", "server": "Server", "slo": "SLO"}
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.form.addRow("Preset", self.preset)
@@ -194,6 +224,9 @@ class WorkloadPanel(QWidget):
             "steps": self.steps.value(), "warmup": self.warmup.value(), "duration": self.duration.value(),
             "min_iters": self.min_iters.value(), "nproc": self.nproc.value(), "workers": self.workers.value(),
             "data": self.data.currentData(), "target_ci": self.target_ci.value(),
+            "input_lens": self.input_lens.text(), "output_lens": self.output_lens.text(),
+            "compile": self.compile.isChecked(), "concurrency": self.concurrency.text(),
+            "server": self.server.currentData(), "slo": self.slo.text(),
         }
 
     def set_form_values(self, values: dict[str, Any]) -> None:
@@ -205,7 +238,8 @@ class WorkloadPanel(QWidget):
             self.model_inputs.set_form_values(values)
             self.model_inputs.forget_stored()  # a stored run's copy of its file goes with show_spec alone
             self._source = self.model.current_source()
-            for name in ("model_args", "batch_sizes"):
+            self._set_combo_data(self.server, values.get("server", "transformers"))
+            for name in ("model_args", "batch_sizes", "input_lens", "output_lens", "concurrency", "slo"):
                 if isinstance(values.get(name), str):
                     self.fields[name].setText(values[name])  # type: ignore[attr-defined]
                     self.fields[name].setCursorPosition(0)  # type: ignore[attr-defined]  # show the start
@@ -219,6 +253,8 @@ class WorkloadPanel(QWidget):
             for name in ("duration", "target_ci"):
                 if isinstance(values.get(name), (int, float)):
                     self.fields[name].setValue(float(values[name]))  # type: ignore[attr-defined]
+            if isinstance(values.get("compile"), bool):
+                self.compile.setChecked(values["compile"])
             self._set_combo_data(self.preset, values.get("preset", CUSTOM))
         finally:
             self._filling = False
@@ -259,6 +295,10 @@ class WorkloadPanel(QWidget):
             exc.field = "batch_sizes"
             raise
         model = self.model_inputs.spec_changes(workload)  # the model file is read as the CLI reads it
+        if workload == "generate":
+            model.update(self._llm_lengths(), seq_lens=(), compile=self.compile.isChecked())
+        if workload == "serve":
+            model.update(self._llm_lengths(), seq_lens=(), **self._serve_fields())
         spec = build_spec(RunSpec(workload=workload), workload=workload, model_args=args,
                           backend=self.backend.currentText(),
                           precision=self.precision.currentText(), batch_sizes=sizes, steps=self.steps.value(),
@@ -267,6 +307,33 @@ class WorkloadPanel(QWidget):
                           data=self.data.currentData(), target_ci=self.target_ci.value() or None, **model)
         self.model_inputs.check_config(spec)
         return spec
+
+    def _serve_fields(self) -> dict[str, Any]:
+        text = self.concurrency.text().strip()
+        try:
+            levels = parse_sizes(text, flag_for("concurrency")) if text else ()
+        except BadSpecError as exc:
+            exc.field = "concurrency"
+            raise
+        slo = self.slo.text().strip()
+        try:
+            slo_limits(slo)
+        except ValueError as exc:
+            error = BadSpecError(str(exc))
+            error.field = "slo"
+            raise error from None
+        return {"concurrency": levels, "server": self.server.currentData(), "slo": slo}
+
+    def _llm_lengths(self) -> dict[str, tuple[int, ...]]:
+        lengths = {}
+        for name in ("input_lens", "output_lens"):
+            text = self.fields[name].text().strip()  # type: ignore[attr-defined]
+            try:
+                lengths[name] = parse_sizes(text, flag_for(name)) if text else ()
+            except BadSpecError as exc:
+                exc.field = name
+                raise
+        return lengths
 
     def _workers(self) -> int | None:
         return None if self.workers.value() == AUTO_WORKERS else self.workers.value()
@@ -342,10 +409,15 @@ class WorkloadPanel(QWidget):
         if self._filling:
             return
         new = self.current_workload()
-        old = "train" if new == "infer" else "infer"
+        if new in ("generate", "serve") and not self.model.text().startswith(("hf:", "file:")):
+            # An image model cannot generate: start from the tiny random Llama, which runs here in seconds.
+            self.apply_preset(GENERATE_PRESET if new == "generate" else SERVE_PRESET)
+            self.edited.emit()
+            return
+        old = self._shown_workload
         self._filling = True
         self._batch_text[old] = self.batch_sizes.text()
-        self.batch_sizes.setText(self._batch_text[new])  # a sweep for inference, one size for training
+        self.batch_sizes.setText(self._batch_text.get(new, self._batch_text["infer"]))  # one size for training
         self._filling = False
         self._show_rows()
         self._on_edit()
@@ -376,11 +448,29 @@ class WorkloadPanel(QWidget):
 
     def _show_rows(self) -> None:
         train = self.current_workload() == "train"
+        serve = self.current_workload() == "serve"
+        generate = self.current_workload() == "generate"
+        self._shown_workload = self.current_workload()
         for name in TRAIN_ONLY:
             self.form.setRowVisible(self.fields[name], train)
         for name in INFER_ONLY:
             self.form.setRowVisible(self.fields[name], not train)
+        for name in GENERATE_ONLY:
+            self.form.setRowVisible(self.fields[name], generate or (serve and name != "compile"))
+        for name in SERVE_ONLY:
+            self.form.setRowVisible(self.fields[name], serve)
+        # prompt and new tokens say it; a server has no batch size of ours (its load is the concurrency)
+        self.form.setRowVisible(self.fields["seq_lens"], not (generate or serve))
+        self.form.setRowVisible(self.fields["batch_sizes"], not serve)
+        self.labels["min_iters"].setText("Min. calls" if generate else "Min. requests a level" if serve
+                                         else "Min. requests")
         self.model_inputs.show_rows(self.current_workload())
+        if serve:  # the server runs the model: no backend, precision, check or warm-up count of ours
+            for name in ("backend", "precision", "check", "task", "warmup", "model_args"):
+                self.form.setRowVisible(self.fields[name], False)
+        else:
+            for name in ("backend", "precision", "warmup", "model_args"):
+                self.form.setRowVisible(self.fields[name], True)
         for name in ("task", "seq_lens"):
             self.labels[name].setEnabled(self.fields[name].isEnabled())
 

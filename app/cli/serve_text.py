@@ -1,0 +1,72 @@
+"""Terminal text of a serve Result: one line per load level, then the operating point and its cost."""
+from __future__ import annotations
+
+from typing import Any
+
+from app.core.llm_results import TOTAL_TOKENS_LABEL
+from app.core.serve_points import operating_points, serve_levels
+
+
+def _num(value: float | None, fmt: str = ".3g") -> str:
+    return "N/A" if value is None else format(value, fmt)
+
+
+def _usd(value: float | None) -> str:
+    return "N/A" if value is None else f"${value:.3g}" if value < 1 else f"${value:,.2f}"
+
+
+def _p(level: dict[str, Any], metric: str, stat: str) -> float | None:
+    return (level.get(metric) or {}).get(stat)
+
+
+def _load(level: dict[str, Any]) -> str:
+    return f"{level['rate']:.3g}/s" if level.get("rate") is not None else f"c={level.get('concurrency')}"
+
+
+def format_serve_table(result: dict[str, Any]) -> list[str]:
+    levels = serve_levels(result)
+    serve = result.get("serve") or {}
+    if not serve:
+        return []
+    server = serve.get("server") or {}
+    lines = [f"  serve       {server.get('server') or 'server N/A'}"
+             + (f" ({server['stack']}, vLLM {server.get('vllm')})" if server.get("stack") else "")
+             + f" · ready in {_num(server.get('ready_s'), '.1f')} s, first request "
+               f"{_num(server.get('first_request_s'), '.2f')} s"
+             + f" (load {_num(server.get('load_s'), '.1f')} s, apart from the figures)"]
+    if server.get("endpoint"):
+        lines.append(f"              {server['endpoint']} · model {server.get('model')}")
+    if not levels:
+        return lines
+    slo = serve.get("slo")
+    rows = [("load", "in", "out", "reqs", "err", "TTFT p50 ms", "p99", "TPOT p50 ms", "p99", "ITL p99",
+             "req/s", "out tok/s", "goodput/s", "SLO")]
+    for lv in levels:
+        rows.append((_load(lv), str(lv.get("input_len")), str(lv.get("output_len")), str(lv.get("completed")),
+                     str(lv.get("errors")), _num(_p(lv, "ttft_ms", "p50")), _num(_p(lv, "ttft_ms", "p99")),
+                     _num(_p(lv, "tpot_ms", "p50")), _num(_p(lv, "tpot_ms", "p99")), _num(_p(lv, "itl_ms", "p99")),
+                     _num(lv.get("requests_per_s")), _num(lv.get("output_tok_s"), ",.1f"),
+                     _num(lv.get("goodput_rps")) if slo else "—",
+                     ("met" if lv.get("slo_met") else "missed") if slo else "—"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines += ["  " + "  ".join(c.rjust(widths[i]) if i else c.ljust(widths[i]) for i, c in enumerate(row))
+              for row in rows]
+    costs = {(c.get("input_len"), c.get("output_len")): c
+             for c in (result.get("cost") or {}).get("usd_per_1m_output_tokens") or [] if isinstance(c, dict)}
+    for point in operating_points(result):
+        shape = f"{point.get('input_len')} in / {point.get('output_len')} out"
+        cost = costs.get((point.get("input_len"), point.get("output_len"))) or {}
+        if point.get("slo_unmet"):
+            lines.append(f"  {shape}: {point['slo_unmet']}")
+            continue
+        at = f"goodput point at {serve.get('slo_text')}" if slo else "saturation (no --slo given)"
+        lines.append(f"  {shape}: {at}: {point.get('load_name')} · {_num(point.get('output_tok_s'), ',.1f')} output "
+                     f"tok/s · {_usd(cost.get('usd_per_1m_output_tokens'))} per 1M output tokens, "
+                     f"{_usd(cost.get('usd_per_1m_total_tokens'))} per 1M {TOTAL_TOKENS_LABEL}")
+    load = (result.get("cost") or {}).get("server_load") or {}
+    if load.get("usd") is not None:
+        lines.append(f"  server load {_num(load.get('seconds'), '.1f')} s = {_usd(load['usd'])}, apart from the "
+                     "figures")
+    if server.get("log"):
+        lines.append(f"  server log  {server['log']}")
+    return lines

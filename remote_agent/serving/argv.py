@@ -1,0 +1,180 @@
+"""Which server a host can run, and its command line (pure functions of the probe's findings; tested as argv).
+
+- ``transformers``: ``transformers serve`` of a folder (any host with transformers[serving], CPU included).
+- ``vllm`` on a GPU: CUDA vLLM from this Python's environment.
+- ``vllm`` on Trn2/Trn3: the vLLM Neuron plugin's venv (Neuron SDK 2.31+, vLLM ≥ 0.17, torch.compile), tensor
+  parallel degree = the NeuronCores asked for, ``num_seqs_buckets`` = the sweep's concurrency levels.
+- ``vllm`` on Inf2/Trn1: the NxDI plugin's venv (vLLM 0.16, SDK ≤ 2.31), with the block override NxDI
+  requires (a contiguous KV cache: block size = max model length, blocks = max sequences).
+- Every vLLM: ``--load-format dummy`` (random weights) and ``--no-enable-prefix-caching`` (random prompts
+  share no prefix, but a cache would still make repeated warm-up prompts lie).
+research/llm-serving.md §2 has the sources.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shlex
+import shutil
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import urlsplit
+
+VLLM_VENV_GLOB = "/opt/aws_neuronx_venv_pytorch_inference_vllm*"
+VLLM_VENV_GLOB_ENV = "NEURONBENCH_VLLM_VENV_GLOB"
+NEW_PLUGIN_MIN = (0, 17)  # vLLM versions of the torch.compile plugin (0.24 on SDK 2.32); NxDI's is 0.16
+
+
+class ServeProblem(ValueError):
+    """The server asked for cannot run on this host; the message says why and what to do."""
+
+
+def family(env: Dict[str, Any]) -> str:
+    """trn2, trn3, trn1, inf2 (from the instance type or the Neuron devices' names), gpu, or cpu."""
+    kind = (env.get("instance_type") or "").split(".")[0].lower()
+    if kind in ("trn1", "trn1n", "trn2", "trn2u", "trn3", "inf2"):
+        return kind.rstrip("nu") if kind != "inf2" else kind
+    names = " ".join(str(d.get("name") or "") for d in env.get("devices") or [] if d.get("kind") == "neuron").lower()
+    for tag, name in (("trainium3", "trn3"), ("trainium2", "trn2"), ("trn2", "trn2"), ("inferentia2", "inf2"),
+                      ("trainium", "trn1")):
+        if tag in names:
+            return name
+    if env.get("gpus"):
+        return "gpu"
+    return "neuron" if env.get("neuron_cores") else "cpu"
+
+
+def _version_tuple(text: Optional[str]) -> Tuple[int, ...]:
+    parts = []
+    for piece in (text or "").split("+")[0].split("."):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
+
+
+def vllm_venvs() -> List[Dict[str, Any]]:
+    """The Neuron DLAMI's vLLM venvs and their vLLM / vllm-neuron / NxDI versions (read from metadata)."""
+    from remote_agent.probe.packages import _site_versions, _venv_python
+
+    pattern = os.environ.get(VLLM_VENV_GLOB_ENV) or VLLM_VENV_GLOB
+    found = []
+    for path in sorted(glob.glob(pattern)):
+        if not os.path.isdir(path):
+            continue
+        entry: Dict[str, Any] = {"path": path, "python": _venv_python(path)}
+        entry.update(_site_versions(path, {"vllm": "vllm", "vllm-neuron": "vllm_neuron",
+                                           "neuronx-distributed-inference": "nxdi"}))
+        found.append(entry)
+    return found
+
+
+def cuda_vllm() -> Optional[Dict[str, Any]]:
+    """vLLM in this Python's environment (a GPU host's usual install), or None."""
+    from remote_agent.probe.packages import installed_version
+
+    version = installed_version("vllm")
+    return {"python": sys.executable, "vllm": version} if version else None
+
+
+def findings(env: Dict[str, Any]) -> Dict[str, Any]:
+    """What the serve workload needs to know of the host, beyond the probe's ``env``."""
+    return {"family": family(env), "neuron_cores": env.get("neuron_cores") or 0, "gpus": env.get("gpus") or 0,
+            "vllm_venvs": vllm_venvs(), "cuda_vllm": cuda_vllm()}
+
+
+def _vllm_bin(python: str) -> List[str]:
+    return [python, "-m", "vllm.entrypoints.cli.main", "serve"]
+
+
+def pick_vllm(found: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    """(stack, venv or install) for ``--server vllm``: ``cuda``, ``neuron`` (the new plugin) or ``nxdi``."""
+    kind = found["family"]
+    venvs = [v for v in found.get("vllm_venvs") or [] if v.get("python") and v.get("vllm")]
+    new = [v for v in venvs if _version_tuple(v["vllm"]) >= NEW_PLUGIN_MIN]
+    nxdi = [v for v in venvs if _version_tuple(v["vllm"]) < NEW_PLUGIN_MIN]
+    if kind in ("trn2", "trn3"):
+        if new:
+            return "neuron", new[-1]
+        if nxdi and kind == "trn2":
+            return "nxdi", nxdi[-1]
+        raise ServeProblem("no vLLM Neuron venv on this %s host (looked for %s): use a Neuron DLAMI of SDK 2.31 or "
+                           "later, or start your own server with --server-cmd" % (kind, VLLM_VENV_GLOB))
+    if kind == "neuron":  # NeuronCores, but neither IMDS nor neuron-ls named the instance: go by the venvs
+        if new or nxdi:
+            return ("neuron", new[-1]) if new else ("nxdi", nxdi[-1])
+        raise ServeProblem("no vLLM Neuron venv on this Neuron host (looked for %s): use a Neuron DLAMI, or "
+                           "--server transformers" % VLLM_VENV_GLOB)
+    if kind in ("inf2", "trn1"):
+        if nxdi:
+            return "nxdi", nxdi[-1]
+        newer = " (this host has only vLLM %s, the Trn2/Trn3 plugin)" % new[-1]["vllm"] if new else ""
+        raise ServeProblem("vLLM on %s needs the NxDI plugin's venv (vLLM 0.16, Neuron SDK 2.31 or earlier)%s: "
+                           "use a DLAMI of SDK 2.31, or --server transformers" % (kind.capitalize(), newer))
+    if found.get("cuda_vllm"):
+        if kind != "gpu":
+            raise ServeProblem("vLLM is installed here but the host has no GPU or NeuronCore: use --server "
+                               "transformers on a CPU host")
+        return "cuda", found["cuda_vllm"]
+    raise ServeProblem("vLLM is not installed for %s on this %s host: pip install vllm, or use --server "
+                       "transformers" % (sys.executable, "GPU" if kind == "gpu" else kind))
+
+
+def vllm_argv(stack: str, python: str, model: str, port: int, input_lens: List[int], output_lens: List[int],
+              concurrency: List[int], cores: int, seed: int, dummy: bool = True) -> List[str]:
+    """``vllm serve`` for one stack; the buckets cover every shape and level of the sweep."""
+    max_len = max(s + n for s in input_lens for n in output_lens)
+    max_seqs = max(concurrency)
+    argv = _vllm_bin(python) + [model, "--host", "127.0.0.1", "--port", str(port), "--max-num-seqs", str(max_seqs),
+                                "--max-model-len", str(max_len), "--no-enable-prefix-caching", "--seed", str(seed)]
+    if dummy:
+        argv += ["--load-format", "dummy"]
+    if stack == "cuda":
+        return argv
+    argv += ["--tensor-parallel-size", str(max(1, cores))]
+    if stack == "neuron":
+        tokens = max(max_len, max_seqs)
+        buckets = sorted(set([min(tokens, max(input_lens)), tokens]))
+        argv += ["--max-num-batched-tokens", str(tokens), "--additional-config", json.dumps(
+            {"neuron_config": {"num_batched_tokens_buckets": buckets, "num_seqs_buckets": sorted(concurrency)}})]
+        return argv
+    # NxDI: contiguous KV cache, one block per sequence (the override it requires); no chunked prefill.
+    argv += ["--block-size", str(max_len), "--num-gpu-blocks-override", str(max_seqs),
+             "--no-enable-chunked-prefill", "--additional-config", json.dumps(
+                 {"override_neuron_config": {"enable_bucketing": True,
+                                             "context_encoding_buckets": sorted(set(input_lens)),
+                                             "token_generation_buckets": [max_len]}})]
+    return argv
+
+
+def transformers_argv(python: str, port: int, device: str) -> List[str]:
+    """``transformers serve`` (4.56: chat completions only, no usage, the model named per request)."""
+    return [python, "-m", "transformers.commands.transformers_cli", "serve", "--host", "127.0.0.1",
+            "--port", str(port), "--device", device, "--log_level", "info"]
+
+
+def server_cmd_argv(command: str, port: int) -> List[str]:
+    if "{port}" not in command:
+        raise ServeProblem("--server-cmd needs {port} where the server's port goes (the agent picks a free one), "
+                           "e.g. \"llama-server -m model.gguf --port {port}\"")
+    argv = [part.replace("{port}", str(port)) for part in shlex.split(command)]
+    if not shutil.which(argv[0]) and not os.path.isfile(argv[0]):
+        raise ServeProblem("--server-cmd: %s is not found on the host's PATH" % argv[0])
+    return argv
+
+
+def parse_endpoint(url: str) -> Tuple[str, int, str]:
+    """``http://host:port[/prefix]`` -> (host, port, API prefix, ``/v1`` unless the URL names another)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme != "http" or not parts.hostname:
+        raise ServeProblem("--endpoint %s is not an http://HOST:PORT URL (https is not supported: measure the "
+                           "server on the host, without TLS in the figure)" % url)
+    try:
+        port = parts.port or 80
+    except ValueError:
+        raise ServeProblem("--endpoint %s has a port that is not a number" % url) from None
+    prefix = parts.path.rstrip("/")
+    if prefix.endswith("/completions"):
+        prefix = prefix.rsplit("/", 2)[0] if prefix.endswith("/chat/completions") else prefix.rsplit("/", 1)[0]
+    return parts.hostname, port, prefix or "/v1"

@@ -1,0 +1,121 @@
+"""The folder ``transformers serve`` loads: a config's model with random weights and a tokenizer built offline.
+
+No weights are downloaded anywhere in NeuronBench (DESIGN.md §11): the agent builds the model from its config
+(``from_config``, random weights), saves it, and writes a word-level tokenizer with ``tokenizers`` whose every
+token is one CJK character.  That choice is deliberate:
+
+- a prompt of S tokens is S characters, exactly, so the prompt length needs no server round trip;
+- the client counts a response's tokens by its characters when the server sends no ``usage``
+  (``transformers serve`` 4.56 sends none);
+- transformers' ``TextIteratorStreamer`` holds text back until a word ends, except after a CJK character,
+  which it flushes at once: every token then leaves the server as its own chunk, as a token streamer should.
+
+The generation config has no EOS (``eos_token_id`` None), so every request runs to its ``max_tokens``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+# The characters transformers' streamer flushes at once (TextStreamer._is_chinese_char): 81,520 tokens; a larger
+# vocabulary (Llama 3's 128,256) goes on in the supplementary private use planes (196k more), whose tokens the
+# streamer holds back until a CJK token comes (several tokens in one chunk, still counted one by one).
+_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+               (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+_MORE_RANGES = ((0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+UNKNOWN = "[UNK]"
+CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
+MARKER = "neuronbench-model-folder.json"
+
+
+def vocabulary(size: int) -> List[str]:
+    """``size`` tokens: ``[UNK]`` (id 0, an ordinary token: never skipped when decoded), then CJK characters."""
+    words = [UNKNOWN]
+    for low, high in _CJK_RANGES + _MORE_RANGES:
+        for point in range(low, high + 1):
+            if len(words) >= size:
+                return words
+            words.append(chr(point))
+    if len(words) < size:
+        raise ValueError("a vocabulary of %d tokens is more than the %d one-character tokens this tokenizer has"
+                         % (size, len(words)))
+    return words
+
+
+def is_token_char(char: str) -> bool:
+    point = ord(char)
+    return any(low <= point <= high for low, high in _CJK_RANGES + _MORE_RANGES)
+
+
+def count_tokens(text: str) -> int:
+    """Tokens in a text this tokenizer produced: one per CJK character (``[UNK]`` counts one too)."""
+    return sum(1 for char in text if is_token_char(char)) + text.count(UNKNOWN)
+
+
+def prompt_text(tokens: int, seed: int, vocab_size: int) -> str:
+    """A random prompt of exactly ``tokens`` tokens (characters), never ``[UNK]``, from the first 20,000 tokens
+    (CJK characters every tokenizer of this module has)."""
+    import random
+
+    words = vocabulary(min(vocab_size, 20001))[1:]
+    rng = random.Random(seed)
+    return "".join(rng.choice(words) for _ in range(tokens))
+
+
+def write_model_folder(config: Any, folder: str, seed: int = 0, weights: bool = True) -> Dict[str, Any]:
+    """Save a random-weight model of ``config`` and its offline tokenizer into ``folder``; what was written.
+
+    ``weights=False`` writes the config, generation config and tokenizer only (vLLM's ``--load-format dummy``
+    makes its own random weights)."""
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    if not weights:
+        config.save_pretrained(folder)
+        generation = transformers.GenerationConfig(eos_token_id=None, pad_token_id=0, do_sample=False)
+        generation.save_pretrained(folder)
+    else:
+        model = _random_model(config, seed)
+        model.save_pretrained(folder)
+    words = vocabulary(int(config.vocab_size))
+    tokenizer = Tokenizer(models.WordLevel({word: i for i, word in enumerate(words)}, unk_token=UNKNOWN))
+    # Each character is a token; decoding concatenates them (no spaces between CJK characters).
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(pattern="", behavior="isolated")
+    tokenizer.decoder = decoders.Fuse()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token=UNKNOWN,
+                                                chat_template=CHAT_TEMPLATE,
+                                                # no token_type_ids: a causal LM's generate() refuses them
+                                                model_input_names=["input_ids", "attention_mask"])
+    fast.save_pretrained(folder)
+    about = {"vocab_size": len(words), "tokenizer": "one CJK character per token (offline)",
+             "weights": "random (seed %d)" % seed if weights else "made by the server (--load-format dummy)"}
+    if weights:
+        about.update(parameters=sum(p.numel() for p in model.parameters()), model_class=type(model).__name__)
+    with open(os.path.join(folder, MARKER), "w") as handle:
+        json.dump(about, handle)
+    return about
+
+
+def _random_model(config: Any, seed: int) -> Any:
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    architectures = getattr(config, "architectures", None) or []
+    model_class = getattr(transformers, architectures[0], None) if architectures else None
+    model = model_class(config) if model_class is not None else \
+        transformers.AutoModelForCausalLM.from_config(config)
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+    model.generation_config.do_sample = False
+    return model
+
+
+def folder_vocab(folder: str) -> Optional[int]:
+    """The vocabulary size of a folder this module wrote (None for any other folder)."""
+    try:
+        with open(os.path.join(folder, MARKER)) as handle:
+            return int(json.load(handle)["vocab_size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

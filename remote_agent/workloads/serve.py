@@ -1,0 +1,415 @@
+"""The serve scenario: a server on the host, many streamed requests, the highest load that meets the SLO.
+
+setup (resolve the server, write a random-weight model folder where one is needed) -> compile (launch,
+readiness on /v1/models, the first request: server load kept apart, as compile is) -> for each (input,
+output) shape: each concurrency level (a warm-up round excluded, then closed-loop until the level's rule
+stops it) -> with an SLO, a seeded Poisson rate search -> the server stopped, whatever happened.
+
+Every figure comes from remote_agent.llm_figures; one ``serve_level`` event per level feeds the live view.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from remote_agent import llm_figures as figures
+from remote_agent.eventlog import WorkerEvents
+from remote_agent.protocol import DEFAULT_INPUT_LEN, DEFAULT_MODEL, DEFAULT_OUTPUT_LEN
+from remote_agent.serving import argv as server_argv
+from remote_agent.serving import load
+from remote_agent.serving.server import ServerError, ServerProcess, free_port
+from remote_agent.serving.sse import Endpoint, Outcome, RequestFailed, list_models, stream_request
+from remote_agent.workloads.problems import SpecProblem
+
+DEFAULT_CONCURRENCY = (1, 2, 4)
+READY_TIMEOUT_S = float(os.environ.get("NEURONBENCH_SERVER_READY_S", "1800"))  # vLLM Neuron compiles for long
+RATE_PROBES = 4
+LOG_LINES_PER_S = 20  # the server's lines streamed live a second (all of them stay in server.log)
+# Words for prompts when the server's tokenizer is not at hand: each is one token in the common BPE vocabularies
+# (with its leading space); the count is then corrected against usage.prompt_tokens.
+_WORD_TEXT = ("the of and to in is was for on as with by at from that this which are be an or it not have "
+              "one all were has but more can time two new first may other been its into only also after "
+              "over most some there such made many these when any city world year part state during")
+_WORDS = tuple(_WORD_TEXT.split())
+
+
+class ServeFailure(Exception):
+    def __init__(self, message: str, kind: str = "runtime") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Prompts:
+    """Random prompts of S tokens: exact for the folders the agent writes; else words checked against usage."""
+
+    def __init__(self, seed: int, vocab: Optional[int]) -> None:
+        self.seed, self.vocab = seed, vocab
+        self.words_for: Dict[int, int] = {}  # S -> words that made S tokens on this server
+        self.checked: Dict[int, Optional[int]] = {}  # S -> usage.prompt_tokens of the calibration, None: unchecked
+
+    def count_tokens(self) -> Optional[Callable[[str], int]]:
+        if self.vocab is None:
+            return None
+        from remote_agent.serving.model_folder import count_tokens
+
+        return count_tokens
+
+    def text(self, tokens: int, index: int) -> str:
+        seed = self.seed * 1000003 + index * 7919 + tokens
+        if self.vocab is not None:
+            from remote_agent.serving.model_folder import prompt_text
+
+            return prompt_text(tokens, seed, self.vocab)
+        import random
+
+        rng = random.Random(seed)
+        return " ".join(rng.choice(_WORDS) for _ in range(self.words_for.get(tokens, tokens)))
+
+    def calibrate(self, endpoint: Endpoint, tokens: int) -> None:
+        """Find how many words make ``tokens`` prompt tokens on this server (usage.prompt_tokens), 5 tries."""
+        if self.vocab is not None or tokens in self.words_for:
+            return
+        words, seen = tokens, None
+        for attempt in range(5):
+            self.words_for[tokens] = words
+            outcome = stream_request(endpoint, self.text(tokens, -1 - attempt), tokens, 2)
+            seen = outcome.usage_prompt_tokens
+            if seen is None or seen == tokens:
+                break
+            words = max(1, words + (tokens - seen) if abs(tokens - seen) < 8 else round(words * tokens / seen))
+        self.checked[tokens] = seen
+
+
+class Serve:
+    def __init__(self, spec: Any, events: WorkerEvents, phase: Any, run_path: str) -> None:
+        self.spec, self.events, self.phase, self.run_path = spec, events, phase, run_path
+        self.cancelled = threading.Event()
+        self.server: Optional[ServerProcess] = None
+        self.warnings: List[str] = []
+        self.levels: List[Dict[str, Any]] = []
+        self.about: Dict[str, Any] = {}
+        self.index = 0
+        self.slo = figures.parse_slo(spec.slo) if spec.slo else None
+
+    # ------------------------------------------------------------------ setup
+    def _model(self) -> Tuple[str, Optional[str], Optional[Dict[str, Any]]]:
+        """(model source kind, name, model_file) of an hf: model; ('', None, None) when none was named."""
+        model = self.spec.model or ""
+        if model.startswith("hf:"):
+            return "hf", model[3:], self.spec.model_file
+        if model and model != DEFAULT_MODEL:
+            raise SpecProblem("the serve workload serves an hf: model (a config, random weights), not %s: "
+                              "give --model hf:ID or hf:./CONFIG_DIR, or measure a running server with --endpoint"
+                              % model)
+        return "", None, None
+
+    def _folder(self, name: str, model_file: Optional[Dict[str, Any]], weights: bool) -> Tuple[str, Optional[int]]:
+        """The folder to serve: the user's own (weights and all) as it is, or one written from the config."""
+        from remote_agent.serving.model_folder import folder_vocab, write_model_folder
+
+        if model_file is None and os.path.isdir(os.path.expanduser(name)):
+            path = os.path.abspath(os.path.expanduser(name))
+            if any(f.endswith((".safetensors", ".bin")) for f in os.listdir(path)):
+                self.about["weights"] = "the folder's own (served as it is)"
+                return path, folder_vocab(path)
+        from remote_agent.workloads.sources.hf_config import load_config
+
+        config, origin = load_config(name, model_file)
+        self.about["config"] = origin
+        folder = os.path.join(self.run_path, "model")
+        os.makedirs(folder, exist_ok=True)
+        # vLLM makes its own random weights (--load-format dummy): it reads only the config and the tokenizer.
+        self.about.update(write_model_folder(config, folder, self.spec.seed, weights=weights))
+        return folder, folder_vocab(folder)
+
+    def start(self) -> Tuple[Endpoint, Prompts]:
+        spec = self.spec
+        kind, name, model_file = self._model()
+        port = free_port()
+        log_path = os.path.join(self.run_path, "server.log")
+        vocab: Optional[int] = None
+        if spec.endpoint:
+            host, port, prefix = server_argv.parse_endpoint(spec.endpoint)
+            self.about.update(server="endpoint", url=spec.endpoint)
+            ids = self._models(host, port, prefix)
+            model = name or self._only_model(ids)
+            return Endpoint(host, port, model, "completions", "vllm", prefix), Prompts(spec.seed, None)
+        if spec.server_cmd:
+            argv = server_argv.server_cmd_argv(spec.server_cmd, port)
+            self.about.update(server="command", argv=argv)
+            self._launch(argv, port, log_path, {})
+            ids = self._models("127.0.0.1", port, "/v1")
+            model = name or self._only_model(ids)
+            return Endpoint("127.0.0.1", port, model, "completions", "vllm"), Prompts(spec.seed, None)
+        if kind != "hf" or name is None:
+            raise SpecProblem("the serve workload needs a model: --model hf:ID or hf:./CONFIG_DIR (random weights), "
+                              "or a running server with --endpoint")
+        server = spec.server or "transformers"
+        if server == "transformers":
+            folder, vocab = self._folder(name, model_file, weights=True)
+            device = "cuda" if _has_cuda() else "cpu"
+            argv = server_argv.transformers_argv(sys.executable, port, device)
+            self.about.update(server="transformers", argv=argv, model_folder=folder, device=device,
+                              api="chat (transformers serve 4.56 has no /v1/completions)")
+            self._launch(argv, port, log_path, {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+            return (Endpoint("127.0.0.1", port, folder, "chat", "transformers"), Prompts(spec.seed, vocab))
+        from remote_agent.probe import collect_env
+
+        found = server_argv.findings(collect_env())  # not quick: the instance type (IMDS) picks the stack
+        stack, install = server_argv.pick_vllm(found)
+        model = name
+        if model_file is not None:
+            model, vocab = self._folder(name, model_file, weights=False)
+        argv = server_argv.vllm_argv(stack, install["python"], model, port, self.input_lens, self.output_lens,
+                                     self.concurrency, spec.nproc, spec.seed)
+        self.about.update(server="vllm", stack=stack, vllm=install.get("vllm"), argv=argv, family=found["family"])
+        self._launch(argv, port, log_path, {})
+        return Endpoint("127.0.0.1", port, model, "completions", "vllm"), Prompts(spec.seed, vocab)
+
+    def _launch(self, argv: List[str], port: int, log_path: str, env: Dict[str, str]) -> None:
+        self.server = ServerProcess(argv, port, log_path, env, cwd=self.run_path)
+        self.server.start()
+        threading.Thread(target=self._follow_log, args=(log_path,), name="server-log", daemon=True).start()
+        self.events.emit("log", level="info", message="server started (pid %d): %s; its log is %s"
+                         % (self.server.pid, " ".join(argv), log_path), pid=self.server.pid)
+        self.about["ready_s"] = self.server.wait_ready(READY_TIMEOUT_S, self.cancelled.is_set)
+
+    def _follow_log(self, path: str) -> None:
+        """The server's output as live ``log`` events (a vLLM Neuron compile takes many minutes: the user sees it
+        go), at most LOG_LINES_PER_S a second; every line stays in server.log."""
+        sent, second = 0, int(time.monotonic())
+        server = self.server
+        with open(path, "rb") as handle:
+            while server is not None:
+                raw = handle.readline()
+                if not raw:
+                    if not server.alive():
+                        return
+                    time.sleep(0.2)
+                    continue
+                now = int(time.monotonic())
+                if now != second:
+                    second, sent = now, 0
+                if sent < LOG_LINES_PER_S:
+                    sent += 1
+                    self.events.emit("log", level="stderr", message=raw.decode("utf-8", "replace").rstrip()[:2000])
+
+    def _models(self, host: str, port: int, prefix: str) -> List[str]:
+        try:
+            return list_models(host, port, prefix)
+        except RequestFailed as exc:
+            raise ServeFailure(str(exc), "bad_spec") from None
+
+    def _only_model(self, ids: List[str]) -> str:
+        if len(ids) == 1:
+            return ids[0]
+        raise ServeFailure("the server lists %s models (%s): name the one to measure with --model hf:ID"
+                           % (len(ids) or "no", ", ".join(ids[:8]) or "none"), "bad_spec")
+
+    # ------------------------------------------------------------------- load
+    @property
+    def input_lens(self) -> List[int]:
+        return list(self.spec.input_lens or (DEFAULT_INPUT_LEN,))
+
+    @property
+    def output_lens(self) -> List[int]:
+        return list(self.spec.output_lens or (DEFAULT_OUTPUT_LEN,))
+
+    @property
+    def concurrency(self) -> List[int]:
+        return list(self.spec.concurrency or DEFAULT_CONCURRENCY)
+
+    def _sender(self, endpoint: Endpoint, prompts: Prompts, s: int, n: int) -> Callable[[int], Outcome]:
+        counter = prompts.count_tokens()
+
+        def send(index: int) -> Outcome:
+            return stream_request(endpoint, prompts.text(s, index), s, n, counter)
+        return send
+
+    def _level(self, send: Callable[[int], Outcome], s: int, n: int, concurrency: Optional[int],
+               rate: Optional[float]) -> Dict[str, Any]:
+        spec = self.spec
+        where = {"input_len": s, "output_len": n}
+        where.update({"concurrency": concurrency} if rate is None else {"rate": rate})
+        self.events.emit("phase", name="warmup", state="start", **where)
+        warm = load.closed_loop(send, concurrency or 1, load.LevelRule(concurrency or 1, 0.0, None, concurrency or 1),
+                                self.cancelled, first_index=self._next(concurrency or 1))
+        self.events.emit("phase", name="warmup", state="end", **where)
+        warm_error = warm.first_error()
+        if warm_error and all(not o.timeline.ok for o in warm.outcomes):
+            raise ServeFailure("every warm-up request at %s failed: %s" % (figures.level_name(where), warm_error))
+        self.events.emit("phase", name="measure", state="start", **where)
+        rule = load.LevelRule(spec.min_iters, spec.duration, spec.target_ci)
+        in_flight = concurrency
+        if rate is None:
+            level = load.closed_loop(send, concurrency or 1, rule, self.cancelled, first_index=self._next(0))
+        else:
+            level, in_flight = load.open_loop(send, rate, rule, spec.seed, self.cancelled, first_index=self._next(0))
+        self.index += len(level.outcomes)
+        self.events.emit("phase", name="measure", state="end", **where)
+        summary = figures.serve_summary([o.timeline for o in level.outcomes], self.slo)
+        summary.update(where, stopped_by=level.stopped_by, max_in_flight=in_flight,
+                       short=sum(1 for o in level.outcomes if o.short),
+                       token_source=_most([o.token_source for o in level.outcomes if o.token_source]),
+                       first_error=level.first_error())
+        prompt_seen = [o.usage_prompt_tokens for o in level.outcomes if o.usage_prompt_tokens is not None]
+        off = [p for p in prompt_seen if p != s]
+        summary["prompt_tokens_checked"] = len(prompt_seen)
+        summary["prompt_tokens_off"] = len(off)
+        if off:
+            self.warnings.append("%s: %d of %d requests had a prompt of %d to %d tokens, not %d (usage.prompt_tokens)"
+                                 % (figures.level_name(where), len(off), len(prompt_seen), min(off), max(off), s))
+        if summary["errors"]:
+            self.warnings.append("%s: %d of %d requests failed (first: %s)" % (
+                figures.level_name(where), summary["errors"], summary["requests"], summary["first_error"]))
+        self.levels.append(summary)
+        self.events.emit("serve_level", level=_event_level(summary))
+        if level.stopped_by == "errors":
+            raise ServeFailure("%d of %d requests at %s failed, so the run stopped; the first: %s" % (
+                summary["errors"], summary["requests"], figures.level_name(where), summary["first_error"]))
+        return summary
+
+    def _next(self, count: int) -> int:
+        start = self.index
+        self.index += count
+        return start
+
+    def sweep(self, endpoint: Endpoint, prompts: Prompts) -> None:
+        for s in self.input_lens:
+            for n in self.output_lens:
+                prompts.calibrate(endpoint, s)
+                if prompts.checked.get(s) not in (None, s):
+                    self.warnings.append("prompts of %d tokens came out as %d tokens on this server (usage), the "
+                                         "nearest the client could make them" % (s, prompts.checked[s]))
+                send = self._sender(endpoint, prompts, s, n)
+                shape = []
+                for c in self.concurrency:
+                    if self.cancelled.is_set():
+                        return
+                    shape.append(self._level(send, s, n, c, None))
+                if self.slo and not self.cancelled.is_set():
+                    self._rate_search(send, s, n, shape)
+
+    def _rate_search(self, send: Callable[[int], Outcome], s: int, n: int, shape: List[Dict[str, Any]]) -> None:
+        assert self.slo is not None
+        ceiling = max((lv.get("requests_per_s") or 0.0) for lv in shape)
+        meeting = [lv.get("requests_per_s") or 0.0 for lv in shape if figures.level_meets(lv, self.slo)[0]]
+        if not meeting:
+            # Even the lightest closed-loop load missed it: a Poisson stream at any rate is no lighter than one
+            # request at a time, so there is no rate to find.
+            self.warnings.append("%d in / %d out: no rate search, since the lightest load (%s) already missed the "
+                                 "SLO" % (s, n, figures.level_name(shape[0])))
+            return
+        tried: List[Tuple[float, bool]] = []
+        while not self.cancelled.is_set():
+            rate = load.next_rates(tried, ceiling, RATE_PROBES, max(meeting))
+            if rate is None:
+                break
+            summary = self._level(send, s, n, None, round(rate, 4))
+            tried.append((rate, figures.level_meets(summary, self.slo)[0]))
+
+    # ------------------------------------------------------------------- main
+    def outcome(self) -> Dict[str, Any]:
+        point = figures.goodput_point(self.levels, self.slo)
+        return {
+            "server": self.about,
+            "slo": self.slo,
+            "slo_text": figures.slo_text(self.slo) if self.slo else None,
+            "levels": self.levels,
+            "goodput_point": None if point is None else {
+                key: point.get(key) for key in ("input_len", "output_len", "concurrency", "rate", "requests_per_s",
+                                                "goodput_rps", "output_tok_s", "total_tok_s")},
+            "operating_point": "goodput" if self.slo else "saturation",
+            "slo_unmet": figures.slo_unmet_sentence(self.levels, self.slo) if self.slo else None,
+        }
+
+
+def _most(values: List[str]) -> Optional[str]:
+    return max(set(values), key=values.count) if values else None
+
+
+def _event_level(summary: Dict[str, Any]) -> Dict[str, Any]:
+    """A level as the live view needs it (the distributions without their intervals)."""
+    out = {}
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k in ("p50", "p90", "p99", "mean", "n")}
+        out[key] = value
+    return out
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def run_serve(spec: Any, events: WorkerEvents, summary_path: str, phase: Any, run_path: str) -> int:
+    """The serve workload in this process (the supervisor's only launch for serve); its exit code."""
+    try:
+        serve = Serve(spec, events, phase, run_path)
+    except figures.SloError as exc:
+        events.emit("error", kind="bad_spec", message="--slo: %s" % exc, detail="")
+        return 1
+
+    def on_stop(_signum: int, _frame: Any) -> None:
+        serve.cancelled.set()  # the clients stop after their request; the server is stopped below
+
+    signal.signal(signal.SIGTERM, on_stop)
+    signal.signal(signal.SIGINT, on_stop)
+    failure: Optional[BaseException] = None
+    try:
+        phase.name = "setup"
+        events.emit("phase", name="setup", state="start")
+        events.emit("phase", name="setup", state="end", backend="serve")
+        phase.name = "compile"
+        events.emit("phase", name="compile", state="start")
+        started = time.perf_counter()
+        try:
+            endpoint, prompts = serve.start()
+        except ServerError as exc:
+            raise ServeFailure(str(exc), exc.kind) from None
+        except server_argv.ServeProblem as exc:
+            raise ServeFailure(str(exc), "backend_unavailable" if "not installed" in str(exc) or "venv" in str(exc)
+                               else "bad_spec") from None
+        first = stream_request(endpoint, prompts.text(min(serve.input_lens), -100), min(serve.input_lens), 2,
+                               prompts.count_tokens())
+        if first.timeline.error and not first.short:
+            raise ServeFailure("the server's first request failed: %s" % first.timeline.error,
+                               "bad_spec" if "OpenAI" in first.timeline.error or "stream" in first.timeline.error
+                               else "runtime")
+        serve.about["first_request_s"] = first.timeline.finished - first.timeline.start
+        serve.about["endpoint"] = endpoint.url()
+        serve.about["model"] = endpoint.model
+        serve.about["dialect"] = endpoint.dialect
+        load_s = time.perf_counter() - started
+        serve.about["load_s"] = load_s
+        events.emit("phase", name="compile", state="end", seconds=load_s)
+        phase.name = "measure"
+        serve.sweep(endpoint, prompts)
+    except BaseException as exc:
+        failure = exc
+    finally:
+        if serve.server is not None:
+            code = serve.server.stop()
+            events.emit("log", level="info", message="server stopped (pid %d, exit %s)" % (serve.server.pid, code))
+            serve.about["log"] = serve.server.log_path
+        with open(summary_path, "w") as handle:
+            json.dump({"serve": serve.outcome(), "warnings": serve.warnings,
+                       "backend": {"name": "serve", "server": serve.about.get("server")}}, handle)
+    if isinstance(failure, ServeFailure):
+        log = serve.server.log_path if serve.server is not None else None
+        events.emit("error", kind=failure.kind, message=str(failure),
+                    detail="server log: %s" % log if log else "")
+        return 1
+    if failure is not None:
+        raise failure
+    return 0
