@@ -26,7 +26,16 @@ from app.services.multi_run import RunListener, RunTicket, run_on_hosts
 from app.services.recorder import RunRecorder, open_recording
 from app.services.run_group import RunGroup
 from remote_agent.model_ref import TASKS, ModelRefError, parse_model_ref
-from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, RENDEZVOUS_TIMEOUT_S, WORKLOADS, RunSpec
+from remote_agent.protocol import (
+    BACKENDS,
+    DATA_SOURCES,
+    NEURON_MODES,
+    NEURON_STACKS,
+    PRECISIONS,
+    RENDEZVOUS_TIMEOUT_S,
+    WORKLOADS,
+    RunSpec,
+)
 
 # argparse %-formats every help string (for %(default)s): the spec's own "95% interval" must reach it as "%%".
 _HELP = {name: meta.get("help", "").replace("%", "%%") for name, meta in RunSpec.field_help().items()}
@@ -78,6 +87,13 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     neuron.add_argument("--compile-cache", metavar="DIR", help=_HELP["compile_cache"])
     neuron.add_argument("--no-stochastic-rounding", dest="stochastic_rounding", action="store_false", default=None,
                         help="leave NEURON_RT_STOCHASTIC_ROUNDING_EN unset")
+    # Issue 22 (Neuron stacks): kept together so other branches' flags merge beside them.
+    neuron.add_argument("--neuron-stack", choices=[s for s in NEURON_STACKS if s], help=_HELP["neuron_stack"])
+    neuron.add_argument("--neuron-mode", choices=NEURON_MODES, help=_HELP["neuron_mode"] + " (default compile)")
+    neuron.add_argument("--no-compile-cache", dest="compile_cache_reuse", action="store_false", default=None,
+                        help=_HELP["compile_cache_reuse"])
+    neuron.add_argument("--dynamic-shapes", dest="dynamic_shapes", action="store_true", default=None,
+                        help=_HELP["dynamic_shapes"])
     p.add_argument("--telemetry-period", type=float, metavar="S", help=_HELP["telemetry_period"])
     p.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="run N times, each in fresh processes; report the median and a bootstrap 95%% interval")
@@ -135,6 +151,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
                       data=args.data, target_ci=args.target_ci,
                       neuron_cc_flags=args.neuron_cc_flags, compile_cache=args.compile_cache,
                       stochastic_rounding=args.stochastic_rounding,
+                      neuron_stack=args.neuron_stack, neuron_mode=args.neuron_mode,
+                      compile_cache_reuse=args.compile_cache_reuse, dynamic_shapes=args.dynamic_shapes,
                       telemetry_period=args.telemetry_period, task=args.task, seq_lens=seq_lens, check=args.check)
     problem = model_config_problem(spec)
     if problem:

@@ -140,12 +140,14 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         warnings.append(missed)
     if flops.get("missing"):
         warnings.append("%s: FLOPs per sample not counted, so no MFU: %s" % (where_text, flops["missing"]))
+    warnings.extend(backend.run_warnings())
     tokens = mut.tokens_per_sample
     summary = {
         "batch_size": batch_size,
         "seq_len": seq_len,
         "samples_per_request": feed,
         "compile_s": compile_s,
+        "compile": backend.compile_info(),
         "iterations": len(latencies),
         "wall_s": wall,
         "latency_ms": latency_summary_ms(latencies),
