@@ -32,18 +32,27 @@ import torch
 
 __version__ = "2.9.0.2.11.0+testdouble"
 
-_LIB = torch.library.Library("nb_neuron_standin", "DEF")
-_LIB.define("static_input(Tensor(a) x, int[] shape, int index) -> Tensor(a)")
+def _registered():
+    try:
+        torch.ops.nb_neuron_standin.static_input  # noqa: B018 (imported twice in one process: keep the first)
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+
+
+_LIB = None if _registered() else torch.library.Library("nb_neuron_standin", "DEF")
 
 
 def _static_input(x, shape, index):
     if list(x.shape) != list(shape):
-        raise RuntimeError("input %d has shape %s but the Neuron graph was compiled for %s: a compiled graph "
-                           "is static, trace again for this shape" % (index, list(x.shape), list(shape)))
+        raise RuntimeError(f"input {index} has shape {list(x.shape)} but the Neuron graph was compiled for "
+                           f"{list(shape)}: a compiled graph is static, trace again for this shape")
     return x
 
 
-_LIB.impl("static_input", _static_input, "CompositeExplicitAutograd")
+if _LIB is not None:
+    _LIB.define("static_input(Tensor(a) x, int[] shape, int index) -> Tensor(a)")
+    _LIB.impl("static_input", _static_input, "CompositeExplicitAutograd")
 
 
 def _record(**event):
@@ -70,17 +79,14 @@ class _Static(torch.nn.Module):
 
     def forward(self, *inputs):
         checked = [torch.ops.nb_neuron_standin.static_input(x, shape, i)
-                   for i, (x, shape) in enumerate(zip(inputs, self.shapes))]
+                   for i, (x, shape) in enumerate(zip(inputs, self.shapes, strict=False))]
         return self.inner(*checked)
 
 
 def trace(func, example_inputs, *_, input_output_aliases=None, compiler_workdir=None, compiler_args=None,
           partitioner_config=None, inline_weights_to_neff=True):
     example = _as_tuple(example_inputs)
-    if isinstance(compiler_args, str):
-        args = compiler_args.split()
-    else:
-        args = [str(a) for a in compiler_args or []]
+    args = compiler_args.split() if isinstance(compiler_args, str) else [str(a) for a in compiler_args or []]
     _record(call="trace", batch=int(example[0].shape[0]), pid=os.getpid(), inputs=len(example),
             compiler_args=args, compiler_workdir=compiler_workdir,
             neuron_cc_flags_env=os.environ.get("NEURON_CC_FLAGS"))
@@ -92,7 +98,7 @@ def trace(func, example_inputs, *_, input_output_aliases=None, compiler_workdir=
     if failure:
         if compiler_workdir:
             with open(os.path.join(compiler_workdir, "log-neuron-cc.txt"), "w", encoding="utf-8") as handle:
-                handle.write("INFO: Compiling\nERROR 70: %s\n" % failure)
+                handle.write(f"INFO: Compiling\nERROR 70: {failure}\n")
         raise RuntimeError("neuronx-cc failed with 70")
     with torch.no_grad():
         return torch.jit.trace(_Static(func, [tuple(x.shape) for x in example]), example, check_trace=False)
@@ -121,7 +127,7 @@ class DataParallel:
             if batch % cores or batch // cores != compiled:
                 raise RuntimeError(
                     "DataParallel with dynamic batching disabled needs input.shape[0] / len(device_ids) == the "
-                    "compiled batch: %d / %d != %d" % (batch, cores, compiled))
+                    f"compiled batch: {batch} / {cores} != {compiled}")
             pieces = [torch.chunk(x, cores, dim=0) for x in inputs]
         else:
             pieces = [torch.split(x, compiled, dim=0) for x in inputs]
@@ -129,12 +135,12 @@ class DataParallel:
         if short:  # dynamic batching pads the last piece to the compiled batch and drops the padding after
             pieces = [list(p[:-1]) + [torch.cat([p[-1], p[-1][:1].expand(short, *p[-1].shape[1:])])]
                       for p in pieces]
-        outputs = [self.module(*parts) for parts in zip(*pieces)]
+        outputs = [self.module(*parts) for parts in zip(*pieces, strict=False)]
         if self.first_call:
             self.first_call = False
             _record(call="DataParallel.forward", batch=batch, per_core=[int(p.shape[0]) for p in pieces[0]],
                     inputs=len(inputs))
         if isinstance(outputs[0], tuple):
-            joined = tuple(torch.cat(parts, dim=0) for parts in zip(*outputs))
+            joined = tuple(torch.cat(parts, dim=0) for parts in zip(*outputs, strict=False))
             return tuple(t[:batch] for t in joined)
         return torch.cat(outputs, dim=0)[:batch]
