@@ -196,7 +196,10 @@ class NeuronNativeBackend(Backend):
         # Compile (or, eager, the per-op compiles) on the first call for this shape; then one steady call:
         # where the library reports no compile time, the first call's gap over it is the compile.
         t0 = time.perf_counter()
-        run(*example)
+        try:
+            run(*example)
+        except Exception as exc:
+            raise self._compile_failure(exc, tag) from exc
         first = time.perf_counter() - t0
         t1 = time.perf_counter()
         run(*example)
@@ -240,6 +243,20 @@ class NeuronNativeBackend(Backend):
         self.fallback_ops()
         block["fallback_ops"] = list(self._fallback)
         return block
+
+    def _compile_failure(self, exc: Exception, tag: str) -> Exception:
+        """The compiler's own line and the folder its files are kept in (TORCH_NEURONX_DEBUG_DIR)."""
+        from remote_agent.backends.neuron import compiler_line
+
+        debug = os.environ.get("TORCH_NEURONX_DEBUG_DIR") or ""
+        logs = sorted((os.path.join(root, name) for root, _dirs, files in os.walk(debug) for name in files
+                       if name.startswith("log-neuron-cc")), key=os.path.getmtime) if debug else []
+        if not logs:
+            return exc
+        folder = os.path.dirname(logs[-1])
+        said = compiler_line(folder) or str(exc).splitlines()[0]
+        return RuntimeError("neuronx-cc could not compile the model (%s): %s; the compiler's files are kept in %s"
+                            % (tag, said, folder))
 
     def fallback_ops(self) -> List[str]:
         """The ops that ran on the host CPU instead of the NeuronCore (torch_neuronx.get_fallback_ops())."""
