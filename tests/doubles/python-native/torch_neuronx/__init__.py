@@ -19,7 +19,7 @@ What the real library does on import, and what this one does (docs/neuron.md say
   graph whose NEFF is there is served from the cache (no new file); ``TORCH_NEURONX_NEFF_DISABLE_CACHE=1``
   compiles every graph anew.  The graph then runs eagerly on the CPU.
 - ``get_fallback_ops()`` / ``get_executed_ops()``: the ops of the compiled graphs, as on the device;
-  ``NEURONBENCH_FAKE_NEURON_FALLBACK=aten.sort,aten.topk`` names ops that "fell back to CPU";
+  ``NEURONBENCH_FAKE_NEURON_FALLBACK=aten::sort,aten::topk`` names ops that "fell back to CPU";
   ``NEURONBENCH_FAKE_NEURON_FALLBACK=*``: every op fell back and nothing ran on the device.
 - ``NEURONBENCH_FAKE_NEURONX_FAIL=TEXT``: a compile fails as neuronx-cc does (its log line under
   ``TORCH_NEURONX_DEBUG_DIR``, then an error), with ``TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=1`` honoured:
@@ -94,7 +94,7 @@ def _module():
     mod.current_device = lambda: 0
     mod.set_device = lambda index: None
     mod.synchronize = _synchronize
-    mod.get_device_name = lambda index=0: "neuron:%d" % index
+    mod.get_device_name = lambda index=0: f"neuron:{index}"
     mod.memory_allocated = lambda device=None: _peak_bytes()
     mod.max_memory_allocated = lambda device=None: _peak_bytes()
     mod.memory_reserved = mod.memory_allocated
@@ -125,7 +125,7 @@ def _op_names(gm):
         if node.op in ("call_function", "call_method"):
             target = node.target
             name = getattr(target, "__name__", None) or str(target)
-            names.append("aten.%s" % name if node.op == "call_function" else "Tensor.%s" % name)
+            names.append(f"aten::{name.strip('_')}")
     return names
 
 
@@ -140,35 +140,34 @@ def _neuron_backend(gm, example_inputs, **_options):
                                "Neuron graphs are static")
         shapes.append([int(n) for n in shape])
     flags = os.environ.get("NEURON_CC_FLAGS", "")
-    key = hashlib.sha256(("%s|%s|%s" % (gm.code, shapes, flags)).encode()).hexdigest()[:24]
+    key = hashlib.sha256(f"{gm.code}|{shapes}|{flags}".encode()).hexdigest()[:24]
     started = time.perf_counter()
     failure = os.environ.get("NEURONBENCH_FAKE_NEURONX_FAIL")
     if failure:
         debug = os.path.join(os.environ.get("TORCH_NEURONX_DEBUG_DIR", "/tmp/neuron_backend"), key)
         os.makedirs(debug, exist_ok=True)
         with open(os.path.join(debug, "log-neuron-cc.txt"), "w", encoding="utf-8") as handle:
-            handle.write("INFO: Compiling graph %s\nERROR 70: %s\n" % (key, failure))
+            handle.write(f"INFO: Compiling graph {key}\nERROR 70: {failure}\n")
         _record(call="compile", key=key, failed=True, debug_dir=debug)
-        raise RuntimeError("neuronx-cc failed with 70 compiling graph %s (see %s)" % (key, debug))
+        raise RuntimeError(f"neuronx-cc failed with 70 compiling graph {key} (see {debug})")
     cache = os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR", "/tmp/neff_cache")
     neff = os.path.join(cache, key, "model.neff")
     hit = os.environ.get("TORCH_NEURONX_NEFF_DISABLE_CACHE") != "1" and os.path.exists(neff)
     if not hit:
         os.makedirs(os.path.dirname(neff), exist_ok=True)
         with open(neff, "w", encoding="utf-8") as handle:
-            handle.write("stand-in NEFF of graph %s for %s, NEURON_CC_FLAGS=%r\n" % (key, shapes, flags))
+            handle.write(f"stand-in NEFF of graph {key} for {shapes}, NEURON_CC_FLAGS={flags!r}\n")
     counters["neuron"]["compiled_graphs"] += 1
     ops = _op_names(gm)
     asked = os.environ.get("NEURONBENCH_FAKE_NEURON_FALLBACK", "")
-    fell = ops if asked == "*" else [op for op in ops if any(op.endswith(a.split(".")[-1]) for a in asked.split(",")
-                                                             if a)]
+    fell = ops if asked == "*" else [op for op in ops if op in asked.split(",")]
     for op in fell:
         if op not in _FALLBACK:
             _FALLBACK.append(op)
     for op in ops:
         if op not in fell and op not in _EXECUTED:
             _EXECUTED.append(op)
-    _METRICS["graph_%d" % len(_METRICS)] = {
+    _METRICS[f"graph_{len(_METRICS)}"] = {
         "torch_neuronx_fx_passes_us": 5, "torch_neuronx_lower_us": 5,
         "torch_neuronx_compile_us": int((time.perf_counter() - started) * 1e6) + (1 if hit else 250000),
         "neff_cache_hit": hit}
