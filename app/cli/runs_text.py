@@ -112,20 +112,32 @@ def instance_cell(row: dict[str, Any]) -> str:
     return f"{row['instance_type']} ({type_from_label(TYPE_FROM_AFTER_RUN)})"
 
 
+def stack_cell(row: dict[str, Any]) -> str:
+    """``native, warm`` / ``xla, loaded`` / ``N/A`` (a GPU or CPU row), with ``!`` when ops fell back to the CPU."""
+    if not row.get("stack"):
+        return "N/A"
+    cell = row["stack"] + (f", {row['compile_state']}" if row.get("compile_state") else "")
+    return cell + (" !" if row.get("fallback_ops") else "")
+
+
 def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
     seq = any(row.get("seq_len") is not None for row in doc["rows"])
     tokens = any(row.get("tokens_per_s") for row in doc["rows"])
     checked = any(row.get("check_agrees") is not None or row.get("check_finite") is not None for row in doc["rows"])
     # neuron-monitor's own FLOP/s beside our MFU: a column only where some row ran under it (Neuron).
     monitor = any(row.get("monitor_tflops") is not None for row in doc["rows"])
-    rows = [("RUN", "HOST", "INSTANCE", "BATCH", *(("SEQ",) if seq else ()), "THROUGHPUT", "MFU",
+    # Neuron's device stack and compile (native TorchNeuron or xla; cold, warm, loaded): where some row has one.
+    stacked = any(row.get("stack") for row in doc["rows"])
+    rows = [("RUN", "HOST", "INSTANCE", *(("STACK",) if stacked else ()), "BATCH", *(("SEQ",) if seq else ()),
+             "THROUGHPUT", "MFU",
              *(("MONITOR TFLOP/s",) if monitor else ()),
              *(("TOKENS/s",) if tokens else ()), "P99 ms", "$/h", "$ PER 1M", *(("$ PER 1M TOKENS",) if tokens else ()),
              "SPEEDUP", "PRICE-PERF", *(("CHECK",) if checked else ()))]
     for row in doc["rows"]:
         mark = check_mark_of(row.get("check_agrees"), row.get("check_finite"),
                              row.get("check_agrees") is not None or row.get("check_finite") is not None)
-        rows.append((row["run_id"], row["host"], instance_cell(row), str(row["batch_size"]),
+        rows.append((row["run_id"], row["host"], instance_cell(row), *((stack_cell(row),) if stacked else ()),
+                     str(row["batch_size"]),
                      *((num(row.get("seq_len"), "d"),) if seq else ()),
                      f"{num(row['throughput'])} {row['unit']}", mfu_text(row.get("mfu")),
                      *((num(row.get("monitor_tflops")),) if monitor else ()),
@@ -136,6 +148,9 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
                      num(row["price_performance_vs_baseline"], ".2f")
                      + ("×" if row["price_performance_vs_baseline"] else ""), *((mark,) if checked else ())))
     out = [f"baseline {doc['baseline']} · {doc['market'].replace('_', '-')} prices", table(rows)]
+    for run_id, ops in {r["run_id"]: r.get("fallback_ops") for r in doc["rows"] if r.get("fallback_ops")}.items():
+        out.append(f"warning: {run_id} ran {len(ops)} op(s) on the host CPU, not the NeuronCore "
+                   f"({', '.join(ops[:6])}): its figures are partly the CPU's")
     repeated = [g for g in doc["groups"] if g["n"] >= 2]
     if repeated:
         out.append("\nmedians across repeats (bootstrap 95% interval):")

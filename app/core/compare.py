@@ -97,7 +97,8 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
                  "throughput": train.get("throughput_samples_per_s"),
                  "tokens_per_s": train.get("throughput_tokens_per_s"), "latency_p50_ms": None,
                  "latency_p99_ms": None, "p99_reliable": None, "compile_s": compile_.get("seconds"),
-                 "steps_ci95": steps_interval(train), **check_figures(train.get("check")), **_efficiency(train)}]
+                 "steps_ci95": steps_interval(train), **check_figures(train.get("check")), **_efficiency(train),
+                 **_stack_figures(result, compile_)}]
     rows = []
     for row in result.get("infer") or []:
         latency = row.get("latency_ms") or {}
@@ -105,8 +106,17 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
                      "throughput": row.get("throughput_per_s"), "tokens_per_s": row.get("tokens_per_s"),
                      "latency_p50_ms": latency.get("p50"), "latency_p99_ms": latency.get("p99"),
                      "p99_reliable": row.get("p99_reliable"), "compile_s": row.get("compile_s"),
-                     **check_figures(row.get("check")), **_efficiency(row)})
+                     **check_figures(row.get("check")), **_efficiency(row),
+                     **_stack_figures(result, row.get("compile") or {})})
     return rows
+
+
+def _stack_figures(result: dict[str, Any], compile_: dict[str, Any]) -> dict[str, Any]:
+    """Which device stack ran (Neuron: native TorchNeuron or xla), how the compile went (cold, warm from the
+    NEFF cache, loaded: a cached traced artefact) and the ops that fell back to the host CPU (issue 22)."""
+    detail = result.get("backend_detail") or {}
+    return {"stack": detail.get("stack"), "compile_state": compile_.get("state"),
+            "fallback_ops": list(detail.get("fallback_ops") or compile_.get("fallback_ops") or [])}
 
 
 def _efficiency(part: dict[str, Any]) -> dict[str, Any]:
