@@ -120,4 +120,9 @@ def neuron_problem(spec: Any, env: Dict[str, Any]) -> Optional[str]:
                 "sizes and lengths to sweep instead, one compile each")
     if not env.get("neuron_cores"):
         return None  # no device at all: the backend's own sentence (driver, venv) says it
-    return stack_problem(spec.neuron_stack, env)
+    problem = stack_problem(spec.neuron_stack, env)
+    if problem is None and spec.workload == "infer" and spec.nproc > 1 and \
+            (spec.neuron_stack or env.get("neuron_stack")) == "native":
+        problem = ("inference --nproc %d: on the native Neuron stack a request runs on one logical NeuronCore "
+                   "(torch_neuronx.DataParallel is the XLA stack's); run with --nproc 1" % spec.nproc)
+    return problem

@@ -150,13 +150,15 @@ class NeuronNativeBackend(Backend):
     def wrap_for_training(self, model: Any, local_rank: int, world_size: int) -> Any:
         import torch
 
+        self._start_compile_watch()
+        if self.spec.neuron_mode == "compile":
+            # The model is compiled, then wrapped: DDP's own forward (its logger, its hooks) is not one graph,
+            # so torch.compile(DDP(model), fullgraph=True) breaks; DDP(compiled) all-reduces around it.
+            model = torch.compile(model, backend="neuron", fullgraph=True, dynamic=False)
         if world_size > 1:
             from torch.nn.parallel import DistributedDataParallel
 
             model = DistributedDataParallel(model)
-        self._start_compile_watch()
-        if self.spec.neuron_mode == "compile":
-            return torch.compile(model, backend="neuron", fullgraph=True, dynamic=False)
         return model
 
     def finish_step(self, loss: Any) -> float:

@@ -121,6 +121,24 @@ def test_native_training_in_bf16_with_compiler_flags_through_neuron_cc_flags(run
     assert compiled["neuron_cc_flags"] == "--auto-cast none"  # the native path's channel
 
 
+def test_native_training_over_two_logical_cores_uses_torchrun_and_the_neuron_process_group(run_cli, native_host):
+    out = run_cli("run", "--host", "local", "--workload", "train", "--backend", "neuron", *MODEL, "--batch-size", "4",
+                  "--steps", "12", "--warmup", "2", "--workers", "0", "--nproc", "2", "--json", env=native_host)
+    assert out.code == 0, out.stderr
+    [result] = out.json()
+    assert result["train"]["world_size"] == 2 and result["train"]["global_batch"] == 8
+    assert result["train"]["check"]["agrees"] is True
+    groups = [c for c in calls(native_host) if c["call"] == "process_group"]
+    assert sorted((c["rank"], c["world"]) for c in groups) == [(0, 2), (1, 2)]
+    assert len({c["pid"] for c in groups}) == 2  # one process per logical core
+
+
+def test_native_inference_over_several_cores_is_refused_in_one_sentence(run_cli, native_host):
+    out = run_cli("run", "--host", "local", *INFER, "--nproc", "2", "--json", env=native_host)
+    assert out.code != 0
+    assert out.json()[0]["error"]["message"].startswith("inference --nproc 2: on the native Neuron stack")
+
+
 def test_ops_that_fell_back_to_the_cpu_are_named_and_warned_about(run_cli, native_host):
     env = dict(native_host, NEURONBENCH_FAKE_NEURON_FALLBACK="aten::mul")
     out = run_cli("run", "--host", "local", *INFER, "--json", env=env)
