@@ -110,7 +110,7 @@ def neuron_problem(spec: Any, env: Dict[str, Any]) -> Optional[str]:
     ``--neuron-stack native`` on Inf2/Trn1, a native host whose torch and torch-neuronx families differ,
     a stack the host lacks, and dynamic shapes asked of Neuron's static graphs.
     """
-    from remote_agent.probe.stack import stack_problem
+    from remote_agent.neuron_stack import stack_problem
 
     if effective_backend(spec.backend, env) != "neuron":
         return None

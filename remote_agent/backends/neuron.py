@@ -57,8 +57,9 @@ class NeuronBackend(XlaBackend):
                      if venvs else "found none")
             raise BackendUnavailable(
                 "backend neuron needs torch-neuronx, which is not installed for %s; looked for Neuron venvs "
-                "in %s (%s). On Trn2/Trn3 use the SDK 2.33 DLAMI's TorchNeuron venv; on Inf2/Trn1 SDK <= 2.31 "
-                "(torch-neuronx 2.9 with torch-xla 2.9)" % (sys.executable, pattern, where))
+                "in %s (%s). Neuron SDK 2.32 and later no longer ship torch-neuronx 2.9 (the XLA stack): on Trn2/Trn3 "
+                "use the SDK 2.33 DLAMI's TorchNeuron venv (/opt/aws_neuronx_venv_torch_neuronx_2_14_0), on Inf2/Trn1 "
+                "SDK <= 2.31 (torch-neuronx 2.9 with torch-xla 2.9)" % (sys.executable, pattern, where))
         if not device_files():
             raise BackendUnavailable(
                 "backend neuron found torch-neuronx but no Neuron device (%s is missing): "

@@ -22,9 +22,9 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from remote_agent.backends.base import Backend, BackendUnavailable
+from remote_agent.neuron_stack import classify
 from remote_agent.probe.neuron import device_files, device_glob
 from remote_agent.probe.packages import installed_version
-from remote_agent.probe.stack import classify
 from remote_agent.rundir import agent_home
 from remote_agent.workloads.problems import SpecProblem
 

@@ -10,9 +10,9 @@ from remote_agent.backends.cuda import CudaBackend
 from remote_agent.backends.neuron import NeuronBackend
 from remote_agent.backends.neuron_native import NeuronNativeBackend
 from remote_agent.backends.xla import XlaBackend
+from remote_agent.neuron_stack import classify
 from remote_agent.probe.neuron import device_files
 from remote_agent.probe.packages import installed_version
-from remote_agent.probe.stack import classify
 
 BACKENDS = {"cpu": CpuBackend, "cuda": CudaBackend, "xla": XlaBackend, "neuron": NeuronBackend}
 

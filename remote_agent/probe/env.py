@@ -10,7 +10,8 @@ import os
 import sys
 from typing import Any, Callable, Dict, TypeVar
 
-from remote_agent.probe import compile_cache, imds, neuron, nvidia, packages, preflight, stack, system
+from remote_agent import neuron_stack as stack
+from remote_agent.probe import compile_cache, imds, neuron, nvidia, packages, preflight, system
 
 T = TypeVar("T")
 

@@ -178,7 +178,9 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
             sentence = numerics.warning(loss_check, "training step 1")
             if sentence:
                 warnings.append(sentence)
-        warnings.extend(backend.run_warnings())
+        for sentence in backend.run_warnings():  # ops that fell back to the host CPU
+            events.emit("log", level="warning", message=sentence)
+            warnings.append(sentence)
         summary: Dict[str, Any] = {
             "world_size": world,
             "batch_size": spec.batch_size,

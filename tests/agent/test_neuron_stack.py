@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from remote_agent.neuron_stack import classify, describe_stack, stack_problem
 from remote_agent.probe.env import collect_env
-from remote_agent.probe.stack import classify, describe_stack, stack_problem
 from tests.agent.test_probe import make_venv
 
 
