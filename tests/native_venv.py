@@ -5,8 +5,9 @@ TorchNeuron needs torch >= 2.10 (SDK 2.33 ships the 2.13 and 2.14 families); the
 way out: its libtorch_python links libcudnn, libnccl and libcudart directly, so ``import torch`` fails
 without them.  The lean way is PyTorch's CPU build, ``torch==2.13.0+cpu`` (about 190 MB, no CUDA), which
 this machine kind keeps on disk for Python 3.11 (pip's find-links, see docs/neuron.md); pip takes it for
-``torch==2.13.0``.  Made once under ``.venv-native`` (ignored by git) by ``make test`` or by the first test
-that needs it, in about 30 s; ``python tests/native_venv.py`` makes it by hand.
+``torch==2.13.0+cpu``.  Made once under ``.venv-native`` (ignored by git) by ``make test`` or by the first test
+that needs it (87 s here on a shared 2-core machine, 30 s of it CPU); ``python tests/native_venv.py`` makes it
+by hand.
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("NEURONBENCH_NATIVE_VENV", REPO / ".venv-native"))
-TORCH = "torch==2.13.0"
+# The CPU build by its local version: PyPI has no "+cpu" wheels, so where the machine lacks the file pip fails
+# at once (a skip with the reason) instead of pulling PyPI's CUDA build and its GBs of nvidia-* wheels.
+TORCH = "torch==2.13.0+cpu"
 STAMP = VENV / (".made-" + TORCH.replace("==", "-"))
 
 
