@@ -5,7 +5,7 @@ import time
 from typing import Any
 
 from app.cli.job_text import format_job
-from app.core.compare import WORK
+from app.core.compare import WORK, stack_text
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
 from app.core.mfu import mfu_text
 from app.core.model_text import check_mark_of
@@ -112,14 +112,6 @@ def instance_cell(row: dict[str, Any]) -> str:
     return f"{row['instance_type']} ({type_from_label(TYPE_FROM_AFTER_RUN)})"
 
 
-def stack_cell(row: dict[str, Any]) -> str:
-    """``native, warm`` / ``xla, loaded`` / ``N/A`` (a GPU or CPU row), with ``!`` when ops fell back to the CPU."""
-    if not row.get("stack"):
-        return "N/A"
-    cell = row["stack"] + (f", {row['compile_state']}" if row.get("compile_state") else "")
-    return cell + (" !" if row.get("fallback_ops") else "")
-
-
 def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
     seq = any(row.get("seq_len") is not None for row in doc["rows"])
     tokens = any(row.get("tokens_per_s") for row in doc["rows"])
@@ -136,7 +128,7 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
     for row in doc["rows"]:
         mark = check_mark_of(row.get("check_agrees"), row.get("check_finite"),
                              row.get("check_agrees") is not None or row.get("check_finite") is not None)
-        rows.append((row["run_id"], row["host"], instance_cell(row), *((stack_cell(row),) if stacked else ()),
+        rows.append((row["run_id"], row["host"], instance_cell(row), *((stack_text(row),) if stacked else ()),
                      str(row["batch_size"]),
                      *((num(row.get("seq_len"), "d"),) if seq else ()),
                      f"{num(row['throughput'])} {row['unit']}", mfu_text(row.get("mfu")),

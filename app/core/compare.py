@@ -111,6 +111,14 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def stack_text(row: dict[str, Any]) -> str:
+    """``native, warm`` / ``xla, loaded`` / ``N/A`` (a GPU or CPU row), with ``!`` when ops fell back to the CPU."""
+    if not row.get("stack"):
+        return "N/A"
+    cell = row["stack"] + (f", {row['compile_state']}" if row.get("compile_state") else "")
+    return cell + (" !" if row.get("fallback_ops") else "")
+
+
 def _stack_figures(result: dict[str, Any], compile_: dict[str, Any]) -> dict[str, Any]:
     """Which device stack ran (Neuron: native TorchNeuron or xla), how the compile went (cold, warm from the
     NEFF cache, loaded: a cached traced artefact) and the ops that fell back to the host CPU (issue 22)."""

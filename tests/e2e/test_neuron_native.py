@@ -149,6 +149,9 @@ def test_ops_that_fell_back_to_the_cpu_are_named_and_warned_about(run_cli, nativ
     assert any("fell back to the host CPU" in w and "aten::mul" in w for w in result["warnings"])
     text = run_cli("runs", "show", result["run_id"], env=env)
     assert "fell back to the host CPU" in text.stdout
+    compared = run_cli("compare", result["run_id"], env=env)
+    assert "native, cold !" in compared.stdout
+    assert f"warning: {result['run_id']} ran 1 op(s) on the host CPU, not the NeuronCore (aten::mul)" in compared.stdout
 
 
 def test_a_model_whose_ops_all_fell_back_is_refused(run_cli, native_host):
