@@ -241,7 +241,9 @@ class RunSpec:
         "device: one synthetic batch made on the device and reused (measures the accelerator alone)",
         "--data"))
     seed: int = field(default=0, metadata=_help("random seed (same initial weights on every worker)"))
-    neuron_cc_flags: str = field(default="", metadata=_help("NEURON_CC_FLAGS for neuronx-cc"))
+    neuron_cc_flags: str = field(default="", metadata=_help(
+        "flags for neuronx-cc: torch_neuronx.trace's compiler_args (XLA-stack inference), NEURON_CC_FLAGS "
+        "(XLA-stack training, the native stack)"))
     stochastic_rounding: bool = field(default=True, metadata=_help(
         "NEURON_RT_STOCHASTIC_ROUNDING_EN=1 (recommended with bf16 on Neuron)"))
     compile_cache: str = field(default="", metadata=_help(
