@@ -6,7 +6,7 @@ way out: its libtorch_python links libcudnn, libnccl and libcudart directly, so 
 without them.  The lean way is PyTorch's CPU build, ``torch==2.13.0+cpu`` (about 190 MB, no CUDA), which
 this machine kind keeps on disk for Python 3.11 (pip's find-links, see docs/neuron.md); pip takes it for
 ``torch==2.13.0+cpu``.  Made once under ``.venv-native`` (ignored by git) by ``make test`` or by the first test
-that needs it (87 s here on a shared 2-core machine, 30 s of it CPU); ``python tests/native_venv.py`` makes it
+that needs it (3 min here on a shared 2-core machine, 38 s of it CPU); ``python tests/native_venv.py`` makes it
 by hand.
 """
 from __future__ import annotations
@@ -22,7 +22,9 @@ VENV = Path(os.environ.get("NEURONBENCH_NATIVE_VENV", REPO / ".venv-native"))
 # The CPU build by its local version: PyPI has no "+cpu" wheels, so where the machine lacks the file pip fails
 # at once (a skip with the reason) instead of pulling PyPI's CUDA build and its GBs of nvidia-* wheels.
 TORCH = "torch==2.13.0+cpu"
-STAMP = VENV / (".made-" + TORCH.replace("==", "-"))
+# hf: models on the native stack (pure Python; the main venv's release, so both stacks build the same model).
+TRANSFORMERS = "transformers==4.56.2"
+STAMP = VENV / (".made-" + TORCH.replace("==", "-") + "-" + TRANSFORMERS.replace("==", "-"))
 
 
 def base_python() -> str:
@@ -42,7 +44,7 @@ def native_python() -> tuple[Path | None, str]:
         if STAMP.exists():
             return python, ""
         steps = [[base_python(), "-m", "venv", "--clear", str(VENV)],
-                 [str(python), "-m", "pip", "install", "--quiet", TORCH, "numpy"],
+                 [str(python), "-m", "pip", "install", "--quiet", TORCH, "numpy", TRANSFORMERS],
                  [str(python), "-c", "import torch; assert not torch.cuda.is_available(); "
                                      "torch.compile(torch.nn.Linear(2, 2), backend='eager')(torch.ones(1, 2))"]]
         for step in steps:

@@ -98,6 +98,26 @@ def test_native_inference_compiles_cold_then_loads_warm_from_the_hosts_neff_cach
     assert [c["cache_hit"] for c in compiles] == [False, True, False]
 
 
+def test_hugging_face_models_compile_whole_on_the_native_stack(run_cli, native_host):
+    """GPT-2 and BERT inference and Llama training, each one fullgraph torch.compile graph on torch 2.13."""
+    models = DATA / "models"
+    for workload, name, task, args in (
+            ("infer", "tiny-gpt2", "causal-lm", ["--batch-sizes", "2", "--warmup", "1", "--min-iters", "10",
+                                                 "--duration", "0.1"]),
+            ("infer", "tiny-bert", "classification", ["--batch-sizes", "2", "--warmup", "1", "--min-iters", "10",
+                                                      "--duration", "0.1"]),
+            ("train", "tiny-llama", "causal-lm", ["--batch-size", "2", "--steps", "6", "--warmup", "2",
+                                                  "--workers", "0"])):
+        out = run_cli("run", "--host", "local", "--workload", workload, "--backend", "neuron", "--model",
+                      f"hf:{models / name}", "--task", task, "--seq-len" if workload == "train" else "--seq-lens",
+                      "16", *args, "--json", env=native_host)
+        assert out.code == 0, out.stderr
+        [result] = out.json()
+        part = result["train"] if workload == "train" else result["infer"][0]
+        assert part["compile"]["graphs"] == 1 and part["compile"]["state"] == "cold", (name, part["compile"])
+        assert part["check"]["agrees"] is True, name
+
+
 def test_native_eager_mode_measures_the_first_call_gap_and_says_so(run_cli, native_host):
     out = run_cli("run", "--host", "local", *INFER, "--neuron-mode", "eager", "--json", env=native_host)
     assert out.code == 0, out.stderr
