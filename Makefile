@@ -9,7 +9,7 @@ DEPS_HASH := $(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('pyp
 APP_STAMP := $(VENV)/.installed-app-$(DEPS_HASH)
 TEST_STAMP := $(VENV)/.installed-test-$(DEPS_HASH)
 
-.PHONY: app test system-packages app-system-packages bench package
+.PHONY: app test system-packages app-system-packages bench package native-venv
 
 app: $(APP_STAMP) app-system-packages
 	$(BIN)/neuronbench
@@ -20,8 +20,12 @@ app: $(APP_STAMP) app-system-packages
 app-system-packages: $(APP_STAMP)
 	-@$(BIN)/python -m app.ui.qt_platform --install
 
-test: $(TEST_STAMP) system-packages
+test: $(TEST_STAMP) system-packages native-venv
 	$(BIN)/python -m pytest
+
+# The second test Python (torch 2.13, CPU build) the native Neuron stack's tests run on (tests/native_venv.py).
+native-venv: $(TEST_STAMP)
+	-$(BIN)/python tests/native_venv.py
 
 system-packages:
 	@sh tests/system_packages.sh

@@ -106,3 +106,27 @@ def multinode_warnings(nnodes: int, backend: str, env: Dict[str, Any]) -> List[s
         return []
     return ["every node compiles the graph in its first step(s), and the ranks wait for the slowest node's "
             "compile: those steps are kept out of the figures like any compiled step"]
+
+
+def neuron_problem(spec: Any, env: Dict[str, Any]) -> Optional[str]:
+    """Why this host cannot run the spec's Neuron stack (one sentence), or None (issue 22's refusals).
+
+    ``--neuron-stack native`` on Inf2/Trn1, a native host whose torch and torch-neuronx families differ,
+    a stack the host lacks, and dynamic shapes asked of Neuron's static graphs.
+    """
+    from remote_agent.neuron_stack import stack_problem
+
+    if effective_backend(spec.backend, env) != "neuron":
+        return None
+    if spec.dynamic_shapes:
+        return ("--dynamic-shapes cannot run on Neuron: its compiled graphs are static (torch.compile(backend="
+                "\"neuron\") rejects dynamic=True, a traced graph takes only its traced shape); give the batch "
+                "sizes and lengths to sweep instead, one compile each")
+    if not env.get("neuron_cores"):
+        return None  # no device at all: the backend's own sentence (driver, venv) says it
+    problem = stack_problem(spec.neuron_stack, env)
+    if problem is None and spec.workload == "infer" and spec.nproc > 1 and \
+            (spec.neuron_stack or env.get("neuron_stack")) == "native":
+        problem = ("inference --nproc %d: on the native Neuron stack a request runs on one logical NeuronCore "
+                   "(torch_neuronx.DataParallel is the XLA stack's); run with --nproc 1" % spec.nproc)
+    return problem

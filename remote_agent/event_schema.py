@@ -79,6 +79,7 @@ ENV = {  # the probe of a host
     "?devices": nullable([{"?kind": "str?", "?index": "int?", "?name": "str?", "?cores": "int?",
                            "?memory_bytes": "num?", "?processes": nullable([{"?pid": "int?"}])}]),
     "?neuron_venvs": nullable([{"?path": "str?", "?torch_neuronx": "str?"}]),
+    "?neuron_stack": "str?", "?neuron_stack_detail": "obj?",  # native / xla / null, and what was found
     "?warnings": nullable(["str"]), "?missing": nullable({"*": "str"}),
 }
 CHECK = nullable({  # a compiled artefact against the eager model on CPU
@@ -101,6 +102,7 @@ INFER_ROW = {
     "?iterations": "int?", "?wall_s": "num?", "?throughput_per_s": "num?", "?tokens_per_s": "num?",
     "?latency_ms": nullable({"?p50": "num?", "?p90": "num?", "?p95": "num?", "?p99": "num?", "?mean": "num?"}),
     "?p99_reliable": "bool?", "?check": CHECK,
+    "?compile": nullable({"?state": "str?", "?how": "str?", "?measured_by": "str?"}),  # cold / loaded / warm
 }
 DISTRIBUTION_MS = nullable({  # llm_figures.distribution_ms
     "?p50": "num?", "?p90": "num?", "?p99": "num?", "?mean": "num?", "?ci95": nullable(pair("num?")), "?n": "int?",

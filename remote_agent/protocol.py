@@ -159,6 +159,8 @@ DEFAULT_SERVE_MODEL = "hf:neuronbench/tiny-random-llama"
 BACKENDS = ("auto", "neuron", "xla", "cuda", "cpu")
 PRECISIONS = ("fp32", "bf16")
 DATA_SOURCES = ("host", "device")
+NEURON_STACKS = ("", "native", "xla")  # "": the stack the host has (issue 22)
+NEURON_MODES = ("compile", "eager")
 MAX_NODES = 1024
 DEFAULT_MODEL = "vit_base_patch16_224"
 # Telemetry sampling period (seconds): neuron-top's default cadence, and the fastest
@@ -247,7 +249,9 @@ class RunSpec:
         "device: one synthetic batch made on the device and reused (measures the accelerator alone)",
         "--data"))
     seed: int = field(default=0, metadata=_help("random seed (same initial weights on every worker)"))
-    neuron_cc_flags: str = field(default="", metadata=_help("NEURON_CC_FLAGS for neuronx-cc"))
+    neuron_cc_flags: str = field(default="", metadata=_help(
+        "flags for neuronx-cc: torch_neuronx.trace's compiler_args (XLA-stack inference), NEURON_CC_FLAGS "
+        "(XLA-stack training, the native stack)"))
     stochastic_rounding: bool = field(default=True, metadata=_help(
         "NEURON_RT_STOCHASTIC_ROUNDING_EN=1 (recommended with bf16 on Neuron)"))
     compile_cache: str = field(default="", metadata=_help(
@@ -284,6 +288,19 @@ class RunSpec:
     compile: bool = field(default=False, metadata=_help(
         "generate on cuda: the static KV cache and torch.compile of the forward (the transformers recipe); "
         "without it, eager with the dynamic cache (xla and neuron always run static shapes)", "--compile"))
+    # ---- Neuron stack: TorchNeuron (native) or torch-xla + trace (issue 22) ----
+    neuron_stack: str = field(default="", metadata=_help(
+        "native (TorchNeuron: the neuron device, torch.compile; Trn2/Trn3, SDK 2.33+) or xla (torch-xla and "
+        "torch_neuronx.trace; Inf2/Trn1, SDK <= 2.31); empty: the stack the host has", "--neuron-stack"))
+    neuron_mode: str = field(default="compile", metadata=_help(
+        "native stack: compile (torch.compile(backend=\"neuron\", fullgraph=True), static shapes) or eager "
+        "(per-op compiles on first use, every shape warmed up before measuring)", "--neuron-mode"))
+    compile_cache_reuse: bool = field(default=True, metadata=_help(
+        "load a compiled artefact (traced model, NEFF) this host already has; off: compile cold",
+        "--no-compile-cache"))
+    dynamic_shapes: bool = field(default=False, metadata=_help(
+        "compile for dynamic shapes (torch.compile(dynamic=True)): refused on Neuron, whose graphs are static",
+        "--dynamic-shapes"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batch_sizes", tuple(self.batch_sizes))
@@ -382,6 +399,16 @@ class RunSpec:
         if self.nnodes > 1:
             need(self.workload == "train", "nnodes",
                  "a run spans several nodes for training only; inference runs on one node (--nnodes 1)")
+        need(self.neuron_stack in NEURON_STACKS, "neuron_stack",
+             "neuron_stack must be native or xla, not %r" % (self.neuron_stack,))
+        need(self.neuron_mode in NEURON_MODES, "neuron_mode",
+             "neuron_mode must be compile or eager, not %r" % (self.neuron_mode,))
+        need(isinstance(self.compile_cache_reuse, bool), "compile_cache_reuse", "compile_cache_reuse must be true "
+             "or false")
+        need(isinstance(self.dynamic_shapes, bool), "dynamic_shapes", "dynamic_shapes must be true or false")
+        if self.neuron_stack:
+            need(self.backend in ("auto", "neuron"), "neuron_stack",
+                 "neuron_stack %s applies to the neuron backend, not %s" % (self.neuron_stack, self.backend))
         self._validate_llm(need, is_int)
 
     def _validate_llm(self, need: Any, is_int: Any) -> None:

@@ -49,12 +49,12 @@ def summarize_train(steps: List[Dict[str, Any]], warmup: int, worker: Dict[str, 
         "param_dtype": worker.get("param_dtype"),
         # Which input ran: the seed's host loader (and its workers) or one batch on the device.
         "data": worker.get("data"),
-        "compile": {
+        "compile": dict({
             "seconds": worker.get("compile_seconds", 0.0),
             "count": worker.get("compile_count", 0),
             "steps": compiled,
             "steps_wall_s": sum(s["dt_s"] for s in steps if s.get("compiled")),
-        },
+        }, **(worker.get("compile") or {})),
         "step_time_s": describe(times),
         "throughput_samples_per_s": throughput,
         # Text models: tokens/s beside samples/s (each sample is one sequence of seq_len tokens).
@@ -87,7 +87,8 @@ def flops_fields(flops: Optional[Dict[str, Any]], samples_per_s: Optional[float]
 
 def summarize_infer(size: Dict[str, Any]) -> Dict[str, Any]:
     """One ``infer`` row from the summary of a worker of one batch size (and sequence length)."""
-    keys = ("batch_size", "seq_len", "samples_per_request", "compile_s", "iterations", "wall_s", "latency_ms",
+    keys = ("batch_size", "seq_len", "samples_per_request", "compile_s", "compile", "iterations", "wall_s",
+            "latency_ms",
             "throughput_per_s", "tokens_per_s", "p99_reliable", "check")
     row = {key: size.get(key) for key in keys}
     stopping = size.get("stopping") or {}

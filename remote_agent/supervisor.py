@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
-from remote_agent.capacity import multinode_problem, multinode_warnings, nproc_problem
+from remote_agent.capacity import multinode_problem, multinode_warnings, neuron_problem, nproc_problem
 from remote_agent.diskspace import LineAppender, Reserve, full_sentence, is_disk_full
 from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.filewatch import FileWatch
@@ -368,6 +368,7 @@ class Supervisor:
             problem = ("a %d-node run needs each node's place (rank, master address): start it with "
                        "`neuronbench run --nodes ...` or on a Slurm host" % spec.nnodes)
         problem = problem or multinode_problem(spec.nnodes, spec.backend, env)
+        problem = problem or neuron_problem(spec, env)
         if problem is None:
             return None
         error = {"kind": "bad_spec", "message": problem, "detail": ""}

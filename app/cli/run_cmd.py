@@ -31,6 +31,8 @@ from remote_agent.protocol import (
     BACKENDS,
     DATA_SOURCES,
     DEFAULT_SERVE_MODEL,
+    NEURON_MODES,
+    NEURON_STACKS,
     PRECISIONS,
     RENDEZVOUS_TIMEOUT_S,
     SERVERS,
@@ -97,6 +99,13 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     neuron.add_argument("--compile-cache", metavar="DIR", help=_HELP["compile_cache"])
     neuron.add_argument("--no-stochastic-rounding", dest="stochastic_rounding", action="store_false", default=None,
                         help="leave NEURON_RT_STOCHASTIC_ROUNDING_EN unset")
+    # Issue 22 (Neuron stacks): kept together so other branches' flags merge beside them.
+    neuron.add_argument("--neuron-stack", choices=[s for s in NEURON_STACKS if s], help=_HELP["neuron_stack"])
+    neuron.add_argument("--neuron-mode", choices=NEURON_MODES, help=_HELP["neuron_mode"] + " (default compile)")
+    neuron.add_argument("--no-compile-cache", dest="compile_cache_reuse", action="store_false", default=None,
+                        help=_HELP["compile_cache_reuse"])
+    neuron.add_argument("--dynamic-shapes", dest="dynamic_shapes", action="store_true", default=None,
+                        help=_HELP["dynamic_shapes"])
     p.add_argument("--telemetry-period", type=float, metavar="S", help=_HELP["telemetry_period"])
     p.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="run N times, each in fresh processes; report the median and a bootstrap 95%% interval")
@@ -161,6 +170,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
                       telemetry_period=args.telemetry_period, task=args.task, seq_lens=seq_lens, check=args.check,
                       server=args.server, server_cmd=args.server_cmd, endpoint=args.endpoint, slo=args.slo,
                       compile=args.compile,
+                      neuron_stack=args.neuron_stack, neuron_mode=args.neuron_mode,
+                      compile_cache_reuse=args.compile_cache_reuse, dynamic_shapes=args.dynamic_shapes,
                       **llm_sizes)
     problem = model_config_problem(spec)
     if problem:

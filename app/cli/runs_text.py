@@ -6,7 +6,7 @@ from typing import Any
 
 from app.cli.job_text import format_job
 from app.cli.llm_text import format_llm_compare
-from app.core.compare import WORK
+from app.core.compare import WORK, stack_text
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
 from app.core.mfu import mfu_text
 from app.core.model_text import check_mark_of
@@ -130,14 +130,18 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
     checked = any(row.get("check_agrees") is not None or row.get("check_finite") is not None for row in doc["rows"])
     # neuron-monitor's own FLOP/s beside our MFU: a column only where some row ran under it (Neuron).
     monitor = any(row.get("monitor_tflops") is not None for row in doc["rows"])
-    rows = [("RUN", "HOST", "INSTANCE", "BATCH", *(("SEQ",) if seq else ()), "THROUGHPUT", "MFU",
+    # Neuron's device stack and compile (native TorchNeuron or xla; cold, warm, loaded): where some row has one.
+    stacked = any(row.get("stack") for row in doc["rows"])
+    rows = [("RUN", "HOST", "INSTANCE", *(("STACK",) if stacked else ()), "BATCH", *(("SEQ",) if seq else ()),
+             "THROUGHPUT", "MFU",
              *(("MONITOR TFLOP/s",) if monitor else ()),
              *(("TOKENS/s",) if tokens else ()), "P99 ms", "$/h", "$ PER 1M", *(("$ PER 1M TOKENS",) if tokens else ()),
              "SPEEDUP", "PRICE-PERF", *(("CHECK",) if checked else ()))]
     for row in doc["rows"]:
         mark = check_mark_of(row.get("check_agrees"), row.get("check_finite"),
                              row.get("check_agrees") is not None or row.get("check_finite") is not None)
-        rows.append((row["run_id"], row["host"], instance_cell(row), str(row["batch_size"]),
+        rows.append((row["run_id"], row["host"], instance_cell(row), *((stack_text(row),) if stacked else ()),
+                     str(row["batch_size"]),
                      *((num(row.get("seq_len"), "d"),) if seq else ()),
                      f"{num(row['throughput'])} {row['unit']}", mfu_text(row.get("mfu")),
                      *((num(row.get("monitor_tflops")),) if monitor else ()),
@@ -149,6 +153,9 @@ def format_compare(doc: dict[str, Any], sentences: list[str]) -> str:
                      + ("×" if row["price_performance_vs_baseline"] else ""), *((mark,) if checked else ())))
     out = [f"baseline {doc['baseline']} · {doc['market'].replace('_', '-')} prices", table(rows)]
     out += format_llm_compare(doc)
+    for run_id, ops in {r["run_id"]: r.get("fallback_ops") for r in doc["rows"] if r.get("fallback_ops")}.items():
+        out.append(f"warning: {run_id} ran {len(ops)} op(s) on the host CPU, not the NeuronCore "
+                   f"({', '.join(ops[:6])}): its figures are partly the CPU's")
     repeated = [g for g in doc["groups"] if g["n"] >= 2]
     if repeated:
         out.append("\nmedians across repeats (bootstrap 95% interval):")

@@ -43,6 +43,13 @@ def format_env(host: str, env: dict[str, Any]) -> str:
         else:
             lines.append(f"  gpu {device.get('index')}      {device.get('name')}, "
                          f"{_num((device.get('memory_bytes') or 0) / GIB, '.1f')} GiB")
+    stack = env.get("neuron_stack_detail") or {}
+    if stack.get("stack") or stack.get("venv"):
+        cores = f", {stack['logical_cores']} logical cores" if stack.get("logical_cores") else ""
+        lnc = f" (LNC {stack['lnc']})" if stack.get("lnc") else ""
+        lines.append(f"  stack      {stack.get('stack') or 'none'}{cores}{lnc}"
+                     + (f"; venv {stack['venv']} ({stack.get('venv_stack')})" if stack.get("venv") else "")
+                     + (f"; {stack['problem']}" if stack.get("problem") else ""))
     for venv in env.get("neuron_venvs") or []:
         lines.append(f"  venv       {venv.get('path')} (torch-neuronx {venv.get('torch_neuronx') or 'N/A'})")
     missing = env.get("missing") or {}
@@ -54,6 +61,24 @@ def format_env(host: str, env: dict[str, Any]) -> str:
     return clean_block("\n".join(lines))  # names and versions come from the host
 
 
+def format_stack(result: dict[str, Any]) -> list[str]:
+    """Neuron runs: which stack ran (native TorchNeuron or xla), each compile's state, the ops that fell back."""
+    backend = result.get("backend_detail") or {}
+    if not backend.get("stack"):
+        return []
+    blocks = [(f"batch {r.get('batch_size')}", r.get("compile") or {}) for r in result.get("infer") or []]
+    if result.get("train"):
+        blocks.append(("training", (result["train"].get("compile") or {})))
+    states = "; ".join(f"{where} {block['state']}" + (f" ({block['measured_by']})" if block.get("measured_by") else "")
+                       for where, block in blocks if block.get("state"))
+    fell = backend.get("fallback_ops") or []
+    return [f"  neuron      {backend['stack']} stack (torch {backend.get('torch')}, torch-neuronx "
+            f"{backend.get('torch_neuronx')}); flags via {backend.get('compiler_flags_via') or 'N/A'}"
+            + (f"; compile {states}" if states else "")
+            + (f"; {len(fell)} op(s) fell back to the host CPU: {', '.join(fell[:6])}" if fell else
+               ("; no op fell back to the CPU" if backend["stack"] == "native" else ""))]
+
+
 def format_result(result: dict[str, Any]) -> str:
     spec = result.get("spec") or {}
     backend = result.get("backend_detail") or {}
@@ -62,6 +87,7 @@ def format_result(result: dict[str, Any]) -> str:
              f"{' (ran on ' + str(backend.get('device')) + ')' if backend.get('device') else ''}"]
     if result.get("model"):
         lines.append(f"  model       {format_model(result['model'])}")
+    lines += format_stack(result)
     if result.get("error"):
         lines.append(f"  error: {result['error'].get('message')}")
     train = result.get("train")

@@ -104,7 +104,8 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
                  "throughput": train.get("throughput_samples_per_s"),
                  "tokens_per_s": train.get("throughput_tokens_per_s"), "latency_p50_ms": None,
                  "latency_p99_ms": None, "p99_reliable": None, "compile_s": compile_.get("seconds"),
-                 "steps_ci95": steps_interval(train), **check_figures(train.get("check")), **_efficiency(train)}]
+                 "steps_ci95": steps_interval(train), **check_figures(train.get("check")), **_efficiency(train),
+                 **_stack_figures(result, compile_)}]
     if result.get("workload") == "generate":
         return [generate_row(point) for point in generate_points(result)]
     if result.get("workload") == "serve":  # one row per shape: its operating point (goodput at the SLO)
@@ -116,7 +117,8 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
                      "throughput": row.get("throughput_per_s"), "tokens_per_s": row.get("tokens_per_s"),
                      "latency_p50_ms": latency.get("p50"), "latency_p99_ms": latency.get("p99"),
                      "p99_reliable": row.get("p99_reliable"), "compile_s": row.get("compile_s"),
-                     **check_figures(row.get("check")), **_efficiency(row)})
+                     **check_figures(row.get("check")), **_efficiency(row),
+                     **_stack_figures(result, row.get("compile") or {})})
     return rows
 
 
@@ -139,6 +141,20 @@ def same_shape(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Same sequence length, and for LLM rows the same prompt and output lengths."""
     return a.get("seq_len") == b.get("seq_len") and a.get("input_len") == b.get("input_len") \
         and a.get("output_len") == b.get("output_len")
+def stack_text(row: dict[str, Any]) -> str:
+    """``native, warm`` / ``xla, loaded`` / ``N/A`` (a GPU or CPU row), with ``!`` when ops fell back to the CPU."""
+    if not row.get("stack"):
+        return "N/A"
+    cell = row["stack"] + (f", {row['compile_state']}" if row.get("compile_state") else "")
+    return cell + (" !" if row.get("fallback_ops") else "")
+
+
+def _stack_figures(result: dict[str, Any], compile_: dict[str, Any]) -> dict[str, Any]:
+    """Which device stack ran (Neuron: native TorchNeuron or xla), how the compile went (cold, warm from the
+    NEFF cache, loaded: a cached traced artefact) and the ops that fell back to the host CPU (issue 22)."""
+    detail = result.get("backend_detail") or {}
+    return {"stack": detail.get("stack"), "compile_state": compile_.get("state"),
+            "fallback_ops": list(detail.get("fallback_ops") or compile_.get("fallback_ops") or [])}
 
 
 def _efficiency(part: dict[str, Any]) -> dict[str, Any]:

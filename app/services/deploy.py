@@ -31,7 +31,8 @@ from app.services.remote_upload import upload_file
 
 MIN_PYTHON = (3, 8)
 # As remote_agent/probe/packages.py DEFAULT_VENV_GLOB: the Neuron DLAMI's PyTorch venvs.
-NEURON_VENV_GLOB = "/opt/aws_neuronx_venv_pytorch_*"
+# Both eras: TorchNeuron's venv (aws_neuronx_venv_torch_neuronx_*) sorts first where a host had both.
+NEURON_VENV_GLOB = "/opt/aws_neuronx_venv_pytorch_* /opt/aws_neuronx_venv_torch_neuronx_*"
 # The libraries a model source may need (remote_agent/workloads/sources), in the order they are offered:
 # timm imports torchvision, so torchvision comes first.
 MODEL_LIBRARIES = ("torchvision", "timm", "transformers")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 
 class BackendUnavailable(Exception):
@@ -70,6 +70,21 @@ class Backend:
 
     def compile_stats(self) -> Optional[Dict[str, float]]:
         """Cumulative compile count and seconds, or None where nothing compiles."""
+        return None
+
+    def autocast(self) -> Any:
+        """The context a forward runs in (the native neuron stack's bf16 autocast); nothing by default."""
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def run_warnings(self) -> List[str]:
+        """Sentences the Result must carry (ops that fell back to the host CPU); none by default."""
+        return []
+
+    def compile_info(self) -> Optional[Dict[str, Any]]:
+        """How the last compile went, for the Result's compile block: ``state`` (cold, loaded, warm), ``how``,
+        and what the backend knows (artefact, cache key, where the seconds came from); None: nothing to say."""
         return None
 
     # ----------------------------------------------------------------- inference

@@ -1,31 +1,65 @@
-"""The neuron backend: torch-xla on NeuronCores for training, torch_neuronx.trace for inference."""
+"""The neuron backend's XLA stack (Inf2/Trn1, Neuron SDK <= 2.31): torch-xla on NeuronCores for training,
+torch_neuronx.trace for inference.  TorchNeuron (Trn2/Trn3, SDK 2.33) is neuron_native.py.
+
+The compiler flags reach each path through its own channel: NEURON_CC_FLAGS for the XLA training path's
+compile cache wrapper, ``compiler_args`` for ``torch_neuronx.trace`` (which never reads NEURON_CC_FLAGS).
+Traced artefacts are kept per host (trace_cache.py): Neuron's compile cache does not apply to trace.
+"""
 from __future__ import annotations
 
 import glob
 import importlib.util
 import os
+import shlex
+import shutil
 import sys
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from remote_agent.backends import trace_cache
 from remote_agent.backends.base import Backend, BackendUnavailable
 from remote_agent.backends.xla import XlaBackend
 from remote_agent.probe.neuron import device_files, device_glob
-from remote_agent.probe.packages import DEFAULT_VENV_GLOB, VENV_GLOB_ENV
+from remote_agent.probe.packages import installed_version, venv_globs
+
+
+def compiler_args(flags: str) -> List[str]:
+    """``--neuron-cc-flags`` as the argument list neuronx-cc gets (shell quoting, as NEURON_CC_FLAGS is read)."""
+    return shlex.split(flags or "")
+
+
+def compiler_line(workdir: str) -> Optional[str]:
+    """The compiler's own error line from the log it left in ``workdir`` (None when it left none)."""
+    for name in ("log-neuron-cc.txt", "neuronx-cc.log"):
+        try:
+            with open(os.path.join(workdir, name), errors="replace") as handle:
+                lines = [line.strip() for line in handle if line.strip()]
+        except OSError:
+            continue
+        errors = [line for line in lines if "ERROR" in line or "Error" in line]
+        if errors or lines:
+            return (errors or lines)[-1][:300]
+    return None
 
 
 class NeuronBackend(XlaBackend):
     name = "neuron"
+    stack = "xla"
+
+    def __init__(self, spec: Any) -> None:
+        super().__init__(spec)
+        self._compile: Optional[Dict[str, Any]] = None
 
     def check(self) -> None:
         if importlib.util.find_spec("torch_neuronx") is None:
-            pattern = os.environ.get(VENV_GLOB_ENV) or DEFAULT_VENV_GLOB
-            venvs = sorted(glob.glob(pattern))
+            pattern = " ".join(venv_globs())
+            venvs = sorted(v for p in venv_globs() for v in glob.glob(p))
             where = ("found %s: set the host's Python to %s/bin/python" % (", ".join(venvs), venvs[-1])
                      if venvs else "found none")
             raise BackendUnavailable(
                 "backend neuron needs torch-neuronx, which is not installed for %s; looked for Neuron venvs "
-                "in %s (%s). Neuron SDK 2.32 and later no longer ship torch-neuronx: use SDK <= 2.31 "
-                "(torch-neuronx 2.9 with torch-xla 2.9)" % (sys.executable, pattern, where))
+                "in %s (%s). Neuron SDK 2.32 and later no longer ship torch-neuronx 2.9 (the XLA stack): on Trn2/Trn3 "
+                "use the SDK 2.33 DLAMI's TorchNeuron venv (/opt/aws_neuronx_venv_torch_neuronx_2_14_0), on Inf2/Trn1 "
+                "SDK <= 2.31 (torch-neuronx 2.9 with torch-xla 2.9)" % (sys.executable, pattern, where))
         if not device_files():
             raise BackendUnavailable(
                 "backend neuron found torch-neuronx but no Neuron device (%s is missing): "
@@ -39,6 +73,10 @@ class NeuronBackend(XlaBackend):
             os.environ["NEURON_CC_FLAGS"] = self.spec.neuron_cc_flags
         if self.spec.compile_cache:
             os.environ["NEURON_COMPILE_CACHE_URL"] = self.spec.compile_cache
+        if not self.spec.compile_cache_reuse and self.spec.workload == "train":
+            # --no-compile-cache: a cache of this process's own, empty, so every graph compiles cold.
+            os.environ["NEURON_COMPILE_CACHE_URL"] = os.path.join(
+                os.environ.get("NEURONBENCH_RUN_DIR") or os.getcwd(), "neuron-cache-cold")
 
     def describe(self) -> Dict[str, Any]:
         import torch_neuronx
@@ -50,22 +88,56 @@ class NeuronBackend(XlaBackend):
             info["device"] = "NeuronCore x%d (%s)" % (
                 self.spec.nproc, "optimum-neuron" if self.spec.workload == "generate" else "torch_neuronx.trace")
         info["torch_neuronx"] = getattr(torch_neuronx, "__version__", None)
+        info["neuronx_cc"] = installed_version("neuronx-cc")
         info["visible_cores"] = os.environ.get("NEURON_RT_VISIBLE_CORES")
+        info["stack"] = self.stack
+        info["compiler_args"] = compiler_args(self.spec.neuron_cc_flags)
+        info["compiler_flags_via"] = "compiler_args" if self.spec.workload != "train" else "NEURON_CC_FLAGS"
         return info
+
+    def compile_info(self) -> Optional[Dict[str, Any]]:
+        return self._compile
 
     def compile_for_inference(self, model: Any, example: Tuple[Any, ...], workdir: str,
                               tag: str) -> Callable[..., Any]:
         import torch
         import torch_neuronx  # before torch.jit.load: it registers the Neuron ops a saved artefact holds
 
-        traced = torch_neuronx.trace(model, example)
-        # The seed saves the traced model and loads it back: serving loads a saved
-        # artefact, so we time what serving runs.
+        args = compiler_args(self.spec.neuron_cc_flags)
+        sdk = {"torch_neuronx": getattr(torch_neuronx, "__version__", None),
+               "neuronx_cc": installed_version("neuronx-cc")}
+        key, fields = trace_cache.cache_key(model, example, args, sdk)
+        cached = trace_cache.lookup(key) if self.spec.compile_cache_reuse else None
         path = os.path.join(workdir, "traced-%s.pt" % tag)
-        torch.jit.save(traced, path)
+        info: Dict[str, Any] = {"how": "torch_neuronx.trace", "key": key, "compiler_args": args,
+                                "model_sha256": fields["model_sha256"]}
+        if cached is not None:
+            # Compile once, load many times: the artefact this host traced before for the same model,
+            # shapes, dtype, compiler arguments and SDK.
+            info.update(state="loaded", artefact=cached)
+            path = cached
+        else:
+            compile_dir = os.path.join(workdir, "neuron-compile-%s" % tag)
+            try:
+                traced = torch_neuronx.trace(model, example, compiler_workdir=compile_dir,
+                                             compiler_args=args or None)
+            except Exception as exc:
+                said = compiler_line(compile_dir) or (str(exc).splitlines() or [type(exc).__name__])[0]
+                raise RuntimeError("neuronx-cc could not compile the model (%s): %s; the compiler's files are "
+                                   "kept in %s" % (tag, said, compile_dir)) from exc
+            # The seed saves the traced model and loads it back: serving loads a saved artefact, so we
+            # time what serving runs.
+            torch.jit.save(traced, path)
+            shutil.rmtree(compile_dir, ignore_errors=True)  # kept only when the compile failed
+            info.update(state="cold", artefact=path,
+                        cached_as=trace_cache.store(key, fields, path) if self.spec.compile_cache_reuse else None)
+            if not self.spec.compile_cache_reuse:
+                info["note"] = "--no-compile-cache: compiled cold and not kept for later runs"
+        self._compile = info
         loaded = torch.jit.load(path)
         if self.spec.nproc > 1:
-            # One copy per NeuronCore; each request feeds every core one batch.
+            # One copy per NeuronCore; each request feeds every core one batch (dynamic batching off:
+            # input.shape[0] / cores == the traced batch).
             loaded = torch_neuronx.DataParallel(loaded, device_ids=list(range(self.spec.nproc)),
                                                 set_dynamic_batching=False)
 

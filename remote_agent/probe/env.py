@@ -7,8 +7,10 @@ recorded there and never stops the probe (STYLE.md: missing is not zero).
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable, Dict, TypeVar
 
+from remote_agent import neuron_stack as stack
 from remote_agent.probe import compile_cache, imds, neuron, nvidia, packages, preflight, system
 
 T = TypeVar("T")
@@ -77,7 +79,12 @@ def collect_env(quick: bool = False) -> Dict[str, Any]:
         _venv_hint(env, missing, key)
     env["compile_cache"] = _guarded(missing, "compile_cache", lambda: compile_cache.compile_cache(missing),
                                     {"path": None, "free_bytes": None})
-    venv_glob = os.environ.get(packages.VENV_GLOB_ENV) or packages.DEFAULT_VENV_GLOB
+    # Which Neuron PyTorch stack this Python runs (native TorchNeuron, xla, or none), and the venv to use.
+    env["neuron_stack_detail"] = _guarded(missing, "neuron_stack", lambda: stack.describe_stack(env), None)
+    env["neuron_stack"] = (env["neuron_stack_detail"] or {}).get("stack")
+    if env["neuron_stack"] is None and "neuron_stack" not in missing:
+        missing["neuron_stack"] = "torch-neuronx is not installed for %s" % sys.executable
+    venv_glob = " ".join(packages.venv_globs())
     env["warnings"] = _guarded(missing, "warnings", lambda: preflight.preflight(env, venv_glob), [])
     env["missing"] = missing
     return env

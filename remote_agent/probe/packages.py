@@ -32,8 +32,15 @@ PACKAGES = (
 # torch.__version__ says "2.9.0+cu128", and the CUDA tag matters on a GPU host.
 _VERSION_FILES = {"torch": "torch/version.py", "torchvision": "torchvision/version.py"}
 _VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
-DEFAULT_VENV_GLOB = "/opt/aws_neuronx_venv_pytorch_*"
+# The Neuron DLAMIs' PyTorch venvs: the XLA era's (SDK <= 2.31: aws_neuronx_venv_pytorch_2_9...) and
+# TorchNeuron's (SDK 2.33: aws_neuronx_venv_torch_neuronx_2_14_0).  Several globs, space-separated.
+DEFAULT_VENV_GLOB = "/opt/aws_neuronx_venv_pytorch_* /opt/aws_neuronx_venv_torch_neuronx_*"
 VENV_GLOB_ENV = "NEURONBENCH_NEURON_VENV_GLOB"
+
+
+def venv_globs() -> List[str]:
+    """The venv patterns searched (``NEURONBENCH_NEURON_VENV_GLOB``, space-separated, or the DLAMIs')."""
+    return (os.environ.get(VENV_GLOB_ENV) or DEFAULT_VENV_GLOB).split()
 
 
 def _norm(name: str) -> str:
@@ -124,17 +131,17 @@ def neuron_venvs(missing: Dict[str, str]) -> List[Dict[str, Optional[str]]]:
 
     Returns:
         One dict per venv directory: path, python (None if it has no interpreter),
-        torch_neuronx and torch_xla versions (None if absent).
+        torch_neuronx, torch_xla and torch versions (None if absent).
     """
-    pattern = os.environ.get(VENV_GLOB_ENV) or DEFAULT_VENV_GLOB
-    wanted = {"torch-neuronx": "torch_neuronx", "torch-xla": "torch_xla"}
+    patterns = venv_globs()
+    wanted = {"torch-neuronx": "torch_neuronx", "torch-xla": "torch_xla", "torch": "torch"}
     venvs = []
-    for path in sorted(glob.glob(pattern)):
+    for path in sorted(set(p for pattern in patterns for p in glob.glob(pattern))):
         if not os.path.isdir(path):
             continue
         entry = {"path": path, "python": _venv_python(path)}  # type: Dict[str, Optional[str]]
         entry.update(_site_versions(path, wanted))
         venvs.append(entry)
     if not venvs:
-        missing["neuron_venvs"] = "no Neuron venv matches %s" % pattern
+        missing["neuron_venvs"] = "no Neuron venv matches %s" % " ".join(patterns)
     return venvs

@@ -81,15 +81,17 @@ def sdk_warnings(env: Dict[str, Any], venv_glob: str) -> List[str]:
         return []
     exe = env["python"]["executable"]
     ready = [v for v in env["neuron_venvs"] if v.get("torch_neuronx") and v.get("python")]
+    best = (env.get("neuron_stack_detail") or {}).get("venv")
+    ready.sort(key=lambda v: v["path"] != best)  # the venv the stack detail picked (newest usable) first
     if ready:
         venv = ready[0]
         return ["torch-neuronx is not installed for %s but %s has torch-neuronx %s: register the host "
                 "with `--python %s` so runs use that venv." % (exe, venv["python"], venv["torch_neuronx"],
                                                               venv["python"])]
     return ["Neuron devices are present but torch-neuronx is installed neither for %s nor in any "
-            "Neuron venv (%s): Neuron SDK 2.32 and later no longer ship torch-neuronx, so use a DLAMI "
-            "or venv from SDK 2.31 or earlier (torch-neuronx 2.9 + torch-xla 2.9) or install "
-            "torch-neuronx." % (exe, venv_glob)]
+            "Neuron venv (%s): on Trn2/Trn3 use the Neuron SDK 2.33 DLAMI's TorchNeuron venv "
+            "(/opt/aws_neuronx_venv_torch_neuronx_2_14_0), on Inf2/Trn1 a DLAMI or venv from SDK 2.31 or earlier "
+            "(torch-neuronx 2.9 + torch-xla 2.9), or install torch-neuronx." % (exe, venv_glob)]
 
 
 def cache_warnings(env: Dict[str, Any]) -> List[str]:

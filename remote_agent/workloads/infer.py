@@ -78,6 +78,8 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     events.emit("phase", name="compile", state="end", seconds=compile_s, **where)
 
     warnings = []
+    for sentence in backend.run_warnings():  # ops that fell back to the host CPU: every view marks the run now
+        events.emit("log", level="warning", message=sentence, **where)
     check: Optional[Dict[str, Any]] = None
     if reference is not None:
         phase.name = "check"
@@ -140,12 +142,14 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         warnings.append(missed)
     if flops.get("missing"):
         warnings.append("%s: FLOPs per sample not counted, so no MFU: %s" % (where_text, flops["missing"]))
+    warnings.extend(w for w in backend.run_warnings() if w not in warnings)
     tokens = mut.tokens_per_sample
     summary = {
         "batch_size": batch_size,
         "seq_len": seq_len,
         "samples_per_request": feed,
         "compile_s": compile_s,
+        "compile": backend.compile_info(),
         "iterations": len(latencies),
         "wall_s": wall,
         "latency_ms": latency_summary_ms(latencies),

@@ -113,7 +113,8 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         t_start = time.time() - (fetched - step_end)
         batch = batch.to(device, dtype)
         optimizer.zero_grad()
-        loss = mut.loss(mut.training_forward(model, batch), batch)
+        with backend.autocast():
+            loss = mut.loss(mut.training_forward(model, batch), batch)
         loss.backward()
         backend.optimizer_step(optimizer)
         loss_value = backend.finish_step(loss)
@@ -177,6 +178,9 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
             sentence = numerics.warning(loss_check, "training step 1")
             if sentence:
                 warnings.append(sentence)
+        for sentence in backend.run_warnings():  # ops that fell back to the host CPU
+            events.emit("log", level="warning", message=sentence)
+            warnings.append(sentence)
         summary: Dict[str, Any] = {
             "world_size": world,
             "batch_size": spec.batch_size,
@@ -194,6 +198,7 @@ def run_train(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
             if compile_after and compile_before else 0.0,
             "compile_count": (compile_after["count"] - compile_before["count"])
             if compile_after and compile_before else 0,
+            "compile": backend.compile_info(),
         }
         with open(summary_path, "w") as handle:
             json.dump(summary, handle)

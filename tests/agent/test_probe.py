@@ -30,7 +30,7 @@ A10G_BYTES = 23028 * 1024 * 1024
 ENV_KEYS = {
     "hostname", "os", "python", "torch", "torchvision", "timm", "transformers", "torch_xla", "torch_neuronx",
     "neuronx_cc", "cpu", "mem_bytes", "devices", "neuron_cores", "gpus", "instance_type", "region",
-    "neuron_sdk", "neuron_venvs", "compile_cache", "warnings", "missing",
+    "neuron_sdk", "neuron_venvs", "neuron_stack", "neuron_stack_detail", "compile_cache", "warnings", "missing",
 }
 INF2_DEVICE = {
     "kind": "neuron", "index": 0, "cores": 2, "core_ids": [0, 1], "memory_bytes": 32 * GIB,
@@ -48,8 +48,9 @@ INF2_BUSY_WARNING = (
 def sdk_232_warning(venv_glob: str) -> str:
     return (
         f"Neuron devices are present but torch-neuronx is installed neither for {sys.executable} nor in "
-        f"any Neuron venv ({venv_glob}): Neuron SDK 2.32 and later no longer ship torch-neuronx, so use a "
-        "DLAMI or venv from SDK 2.31 or earlier (torch-neuronx 2.9 + torch-xla 2.9) or install torch-neuronx."
+        f"any Neuron venv ({venv_glob}): on Trn2/Trn3 use the Neuron SDK 2.33 DLAMI's TorchNeuron venv "
+        "(/opt/aws_neuronx_venv_torch_neuronx_2_14_0), on Inf2/Trn1 a DLAMI or venv from SDK 2.31 or earlier "
+        "(torch-neuronx 2.9 + torch-xla 2.9), or install torch-neuronx."
     )
 
 
@@ -496,9 +497,9 @@ def test_neuron_venvs_are_reported(monkeypatch, tmp_path, host_tools):
 
     assert env["neuron_venvs"] == [
         {"path": str(with_neuronx), "python": str(with_neuronx / "bin" / "python3"),
-         "torch_neuronx": "2.9.0", "torch_xla": "2.9.0"},
+         "torch_neuronx": "2.9.0", "torch_xla": "2.9.0", "torch": "2.9.0"},
         {"path": str(without), "python": str(without / "bin" / "python3"),
-         "torch_neuronx": None, "torch_xla": "2.9.0"},
+         "torch_neuronx": None, "torch_xla": "2.9.0", "torch": None},
     ]
     assert "neuron_venvs" not in env["missing"]
     venv_python = str(with_neuronx / "bin" / "python3")

@@ -182,3 +182,65 @@ def test_a_neuron_inference_has_its_mfu_against_the_neuroncores_peak_beside_neur
     assert basis["monitor_tflops"] == pytest.approx(
         sum(d["flops_mean"] for d in result["telemetry"]["measure"]["devices"]) / 1e12)
     assert 2 * 29 < basis["monitor_tflops"] < 2 * 32.1
+
+
+def _traced_infer(run_cli, env, *extra: str):
+    return run_cli("run", "--host", "local", "--workload", "infer", "--backend", "neuron", *tiny_model_flags(),
+                   "--batch-sizes", "2", "--nproc", "2", "--warmup", "1", "--min-iters", "10", "--duration", "0.1",
+                   "--json", *extra, env=env)
+
+
+def test_neuron_cc_flags_reach_the_compiler_as_trace_compiler_args(run_cli, neuron_host):
+    """trace reads only compiler_args (never NEURON_CC_FLAGS): `--auto-cast none` must change the compiled
+    model, not just the report's tolerance and peak."""
+    out = _traced_infer(run_cli, neuron_host, "--neuron-cc-flags", "--auto-cast none")
+    assert out.code == 0, out.stderr
+    [result] = out.json()
+    [traced] = [c for c in neuronx_calls(neuron_host) if c["call"] == "trace"]
+    assert traced["compiler_args"] == ["--auto-cast", "none"]
+    run_dir = Path(traced["compiler_workdir"]).parent
+    assert Path(traced["compiler_workdir"]).name == "neuron-compile-bs2" and run_dir.name == result["run_id"]
+    assert not Path(traced["compiler_workdir"]).exists()  # kept only when the compile fails
+    [row] = result["infer"]
+    assert row["check"]["precision"] == "fp32"  # the same flags the compiler got: fp32 matmuls, fp32 tolerance
+    assert row["compile"]["compiler_args"] == ["--auto-cast", "none"] and row["compile"]["state"] == "cold"
+    assert result["backend_detail"]["stack"] == "xla"
+    assert result["backend_detail"]["compiler_flags_via"] == "compiler_args"
+
+
+def test_the_second_traced_run_loads_its_artefact_instead_of_compiling(run_cli, neuron_host):
+    first = _traced_infer(run_cli, neuron_host)
+    assert first.code == 0, first.stderr
+    second = _traced_infer(run_cli, neuron_host)
+    assert second.code == 0, second.stderr
+    cold, loaded = first.json()[0]["infer"][0]["compile"], second.json()[0]["infer"][0]["compile"]
+    assert cold["state"] == "cold" and loaded["state"] == "loaded"
+    assert loaded["key"] == cold["key"] and loaded["artefact"] == cold["cached_as"]
+    assert len([c for c in neuronx_calls(neuron_host) if c["call"] == "trace"]) == 1  # traced once
+    # Another compiler flag is another artefact; --no-compile-cache compiles cold whatever the cache holds.
+    other = _traced_infer(run_cli, neuron_host, "--neuron-cc-flags=-O1")
+    forced = _traced_infer(run_cli, neuron_host, "--no-compile-cache")
+    assert other.json()[0]["infer"][0]["compile"]["state"] == "cold"
+    assert forced.json()[0]["infer"][0]["compile"]["state"] == "cold"
+    assert len([c for c in neuronx_calls(neuron_host) if c["call"] == "trace"]) == 3
+
+
+def test_a_graph_that_fails_to_compile_names_the_compilers_line_and_keeps_its_folder(run_cli, neuron_host):
+    env = dict(neuron_host, NEURONBENCH_FAKE_NEURONX_FAIL="Unsupported operator aten::foo")
+    out = _traced_infer(run_cli, env)
+    assert out.code != 0
+    [result] = out.json()
+    assert result["status"] == "failed" and result["error"]["kind"] == "compile_failed"
+    message = result["error"]["message"]
+    assert "ERROR 70: Unsupported operator aten::foo" in message
+    kept = message.rsplit("kept in ", 1)[1].rstrip(".")
+    assert Path(kept).name == "neuron-compile-bs2" and (Path(kept) / "log-neuron-cc.txt").exists()
+
+
+def test_dynamic_shapes_are_refused_on_neuron_in_one_sentence(run_cli, neuron_host):
+    out = _traced_infer(run_cli, neuron_host, "--dynamic-shapes")
+    assert out.code != 0
+    [result] = out.json()
+    assert result["status"] == "failed" and result["error"]["kind"] == "bad_spec"
+    assert result["error"]["message"].startswith("--dynamic-shapes cannot run on Neuron")
+    assert neuronx_calls(neuron_host) == []

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.compare import CompareOptions
+from app.core.compare import CompareOptions, stack_text
 from app.core.cost import TYPE_FROM_AFTER_RUN, type_from_label
 from app.core.mfu import mfu_sentence, mfu_text
 from app.core.model_text import check_mark_of
@@ -49,13 +49,16 @@ from app.ui.widgets.status_line import StatusLine
 
 MONITOR = "neuron-monitor TFLOP/s"  # shown only where a compared run ran under neuron-monitor
 LLM_HEADERS = ("TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "TPOT p99 ms")  # shown where an LLM run is compared
-COLUMNS = ("Run", "Host", "Workload", "Batch", "Throughput", "95% CI", "MFU", MONITOR, "p50 ms", "p99 ms",
+COLUMNS = ("Run", "Host", "Workload", "Stack", "Batch", "Throughput", "95% CI", "MFU", MONITOR, "p50 ms", "p99 ms",
            *LLM_HEADERS, "$/h",
            "Price source", "$ per 1M", "Work per $ vs baseline", "Speed vs baseline", "Difference", "Check",
            "Benchmark $")
 COLUMN_TIPS = {
     "Run": "the stored run", "Host": "instance type (host name where two hosts share one)",
-    "Workload": "training or inference", "Batch": "batch size (per process for training)",
+    "Workload": "training or inference",
+    "Stack": "Neuron's device stack (native TorchNeuron or xla) and its compile: cold, warm (NEFF cache) or loaded "
+             "(a cached traced artefact); ! when ops fell back to the host CPU",
+    "Batch": "batch size (per process for training)",
     "Throughput": "samples/s (training) or inferences/s (inference); the median of repeats where there are",
     "95% CI": "bootstrap 95% interval of the median, from repeats (--repeats 3 or more); none for a single run",
     "p50 ms": "median request latency (inference)", "p99 ms": "99th percentile latency (inference; needs 100 "
@@ -354,7 +357,7 @@ class CompareView(QWidget):
                 tokens = f" · {figure(row['tokens_per_s'])} prompt + output tok/s" if row.get("tokens_per_s") else ""
                 per_token = f" output · {usd(row.get('usd_per_1m_total_tokens'))} per 1M prompt + output tokens"
             cells = [
-                row["run_id"], host_cell(row), WORKLOADS.get(row["workload"], row["workload"] or ""),
+                row["run_id"], host_cell(row), WORKLOADS.get(row["workload"], row["workload"] or ""), stack_text(row),
                 str(row["batch_size"]) + (f", seq {row['seq_len']}" if row.get("seq_len") is not None else "")
                 + (f", {row['input_len']} in / {row['output_len']} out" if llm else ""),
                 f"{figure(row['throughput'])} {row['unit']}{tokens}",
@@ -389,6 +392,11 @@ class CompareView(QWidget):
                                           SENTENCE_LIMIT))
                 elif COLUMNS[col] == "Difference" and group and group["overlaps_with"]:
                     item.setToolTip(clean("95% interval overlaps " + ", ".join(group["overlaps_with"]), SENTENCE_LIMIT))
+                if COLUMNS[col] == "Stack" and row.get("fallback_ops"):
+                    # A "Trainium" figure that ran partly on the host CPU: the user must see it.
+                    item.setForeground(QColor("#c62828"))
+                    item.setToolTip(clean("ops that fell back to the host CPU: " + ", ".join(row["fallback_ops"]),
+                                          SENTENCE_LIMIT))
                 if mark in ("WRONG", "NaN"):
                     # A compiler that gave wrong answers: the whole row says so, its figures kept.
                     item.setForeground(QColor("#c62828"))
@@ -400,6 +408,7 @@ class CompareView(QWidget):
         self.table.setColumnHidden(COLUMNS.index(MONITOR), not any(r.get("monitor_tflops") is not None for r in rows))
         for header in LLM_HEADERS:  # TTFT and TPOT only where a generate (or serve) run is compared
             self.table.setColumnHidden(COLUMNS.index(header), not any(r.get("output_len") is not None for r in rows))
+        self.table.setColumnHidden(COLUMNS.index("Stack"), not any(r.get("stack") for r in rows))
         self.table.resizeColumnsToContents()
         source = COLUMNS.index("Price source")
         self.table.setColumnWidth(source, min(self.table.columnWidth(source), SOURCE_COLUMN_WIDTH))

@@ -1,26 +1,58 @@
-"""Test stand-in for ``torch_neuronx`` (the Neuron SDK's PyTorch package) on machines without Neuron.
+"""Test stand-in for the XLA-era ``torch_neuronx`` (torch-neuronx 2.9.0.2.x, Neuron SDK <= 2.31) on machines
+without Neuron.
 
 It lives under tests/ only: the tests put ``tests/doubles/python`` on PYTHONPATH (with a stand-in
 ``/dev/neuron0`` through NEURONBENCH_NEURON_DEVICE_GLOB) so that the product's real neuron backend
-code runs end to end: ``trace``, ``torch.jit.save``/``load``, ``DataParallel`` over ``--nproc`` cores
-and the batch it is fed.  What it replaces, and how:
+code runs end to end.  It keeps the documented rules of the real library (DESIGN.md §11: a double
+that accepts anything hides defects); what it replaces, and how:
 
-- ``trace(model, example_inputs)``: the real one compiles with neuronx-cc and returns a TorchScript
-  module that runs on a NeuronCore; here it is a TorchScript trace that runs on the CPU.  Both are
-  saved with ``torch.jit.save`` and loaded with ``torch.jit.load``.
-- ``DataParallel(module, device_ids, set_dynamic_batching=...)``: the real one loads one copy of the
-  module per NeuronCore and splits each input tensor along dim 0 over them (a call takes the inputs
-  positionally, as the traced module does); with dynamic batching off each input must be exactly
-  (cores x the traced batch).  Outputs (a tensor or a tuple of them) are joined along dim 0 again.
-  Here the copies are the same CPU module.
+- ``trace(func, example_inputs, *, compiler_workdir=None, compiler_args=None, ...)``: the real one hands
+  ``compiler_args`` (and only those: ``NEURON_CC_FLAGS`` is the XLA training path's channel, not
+  trace's) to neuronx-cc and returns a TorchScript module whose compiled graph is **static**: an input
+  of another shape than the example's is refused.  Here: a TorchScript trace that runs on the CPU,
+  whose graph starts with one ``nb_neuron_standin::static_input`` op per input that refuses any other
+  shape (the op survives ``torch.jit.save``/``load`` in a process that imported this module, as the real
+  artefact's Neuron op does).  The compiler arguments it was given are recorded, and written with a
+  log into ``compiler_workdir`` (as neuronx-cc leaves its artefacts there).
+  ``NEURONBENCH_FAKE_NEURONX_FAIL=TEXT`` makes the compile fail as neuronx-cc does: the error line in
+  ``compiler_workdir/log-neuron-cc.txt`` and a RuntimeError.
+- ``DataParallel(module, device_ids, dim=0, set_dynamic_batching=True)``: one copy of the module per
+  NeuronCore, each input split along dim 0.  With dynamic batching off, the documented rule holds:
+  ``input.shape[0] / len(device_ids) == compilation_input.shape[0]``, else it raises.  With it on, the
+  batch is cut into compiled-batch pieces (the last padded) spread over the cores.  Outputs (a tensor
+  or a tuple of them) are joined along dim 0.  Here the copies are the same CPU module.
 
-Every call is appended to the file named by ``NEURONBENCH_FAKE_NEURONX_LOG`` (if set), one JSON
-object a line, so a test can check what the backend asked of torch_neuronx.
+Every call is appended to the file named by ``NEURONBENCH_FAKE_NEURONX_LOG`` (if set), one JSON object
+a line, so a test can check what the backend asked of torch_neuronx.
 """
 import json
 import os
 
+import torch
+
 __version__ = "2.9.0.2.11.0+testdouble"
+
+def _registered():
+    try:
+        torch.ops.nb_neuron_standin.static_input  # noqa: B018 (imported twice in one process: keep the first)
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+
+
+_LIB = None if _registered() else torch.library.Library("nb_neuron_standin", "DEF")
+
+
+def _static_input(x, shape, index):
+    if list(x.shape) != list(shape):
+        raise RuntimeError(f"input {index} has shape {list(x.shape)} but the Neuron graph was compiled for "
+                           f"{list(shape)}: a compiled graph is static, trace again for this shape")
+    return x
+
+
+if _LIB is not None:
+    _LIB.define("static_input(Tensor(a) x, int[] shape, int index) -> Tensor(a)")
+    _LIB.impl("static_input", _static_input, "CompositeExplicitAutograd")
 
 
 def _record(**event):
@@ -30,18 +62,46 @@ def _record(**event):
             handle.write(json.dumps(event) + "\n")
 
 
-def _batch(inputs):
-    first = inputs[0] if isinstance(inputs, (tuple, list)) else inputs
-    return int(first.shape[0])
+def _as_tuple(inputs):
+    return tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
 
 
-def trace(func, example_inputs, *_args, **_kwargs):
-    import torch
+class _Static(torch.nn.Module):
+    """The compiled graph's input signature: each input must have the traced shape."""
 
-    _record(call="trace", batch=_batch(example_inputs), pid=os.getpid(),
-            inputs=len(example_inputs) if isinstance(example_inputs, (tuple, list)) else 1)
+    def __init__(self, inner, shapes):
+        super().__init__()
+        self.inner = inner
+        self.shapes = [list(s) for s in shapes]
+        # Saved with the artefact: DataParallel reads the compiled batch from it, as the real one reads
+        # it from the compiled graph.
+        self.register_buffer("compiled_batch", torch.tensor([shapes[0][0] if shapes and shapes[0] else 1]))
+
+    def forward(self, *inputs):
+        checked = [torch.ops.nb_neuron_standin.static_input(x, shape, i)
+                   for i, (x, shape) in enumerate(zip(inputs, self.shapes, strict=False))]
+        return self.inner(*checked)
+
+
+def trace(func, example_inputs, *_, input_output_aliases=None, compiler_workdir=None, compiler_args=None,
+          partitioner_config=None, inline_weights_to_neff=True):
+    example = _as_tuple(example_inputs)
+    args = compiler_args.split() if isinstance(compiler_args, str) else [str(a) for a in compiler_args or []]
+    _record(call="trace", batch=int(example[0].shape[0]), pid=os.getpid(), inputs=len(example),
+            compiler_args=args, compiler_workdir=compiler_workdir,
+            neuron_cc_flags_env=os.environ.get("NEURON_CC_FLAGS"))
+    if compiler_workdir:
+        os.makedirs(compiler_workdir, exist_ok=True)
+        with open(os.path.join(compiler_workdir, "command.txt"), "w", encoding="utf-8") as handle:
+            handle.write(" ".join(["neuronx-cc", "compile", "--framework", "XLA", "model.hlo"] + args) + "\n")
+    failure = os.environ.get("NEURONBENCH_FAKE_NEURONX_FAIL")
+    if failure:
+        if compiler_workdir:
+            with open(os.path.join(compiler_workdir, "log-neuron-cc.txt"), "w", encoding="utf-8") as handle:
+                handle.write(f"INFO: Compiling\nERROR 70: {failure}\n")
+        raise RuntimeError("neuronx-cc failed with 70")
     with torch.no_grad():
-        return torch.jit.trace(func, example_inputs, check_trace=False)
+        return torch.jit.trace(_Static(func, [tuple(x.shape) for x in example]), example, check_trace=False)
 
 
 class DataParallel:
@@ -53,21 +113,34 @@ class DataParallel:
         self.module = module
         self.device_ids = list(device_ids) if device_ids is not None else [0]
         self.dynamic = set_dynamic_batching
-        self.traced_batch = None
+        self.compiled_batch = int(module.compiled_batch[0]) if hasattr(module, "compiled_batch") else None
+        self.first_call = True
         _record(call="DataParallel", cores=self.device_ids, dynamic=bool(set_dynamic_batching))
 
-    def __call__(self, *inputs):
-        import torch
+    def disable_dynamic_batching(self):
+        self.dynamic = False
 
-        batch, cores = _batch(inputs), len(self.device_ids)
-        if not self.dynamic and batch % cores:
-            raise RuntimeError(f"DataParallel with dynamic batching off needs a batch divisible by the {cores} "
-                               f"NeuronCores, got {batch}")
-        per_input = [torch.chunk(x, cores, dim=0) for x in inputs]
-        outputs = [self.module(*parts) for parts in zip(*per_input, strict=True)]
-        if self.traced_batch is None:
-            self.traced_batch = [int(chunk.shape[0]) for chunk in per_input[0]]
-            _record(call="DataParallel.forward", batch=batch, per_core=self.traced_batch, inputs=len(inputs))
+    def __call__(self, *inputs):
+        batch, cores = int(inputs[0].shape[0]), len(self.device_ids)
+        compiled = self.compiled_batch or max(1, batch // cores)
+        if not self.dynamic:
+            if batch % cores or batch // cores != compiled:
+                raise RuntimeError(
+                    "DataParallel with dynamic batching disabled needs input.shape[0] / len(device_ids) == the "
+                    f"compiled batch: {batch} / {cores} != {compiled}")
+            pieces = [torch.chunk(x, cores, dim=0) for x in inputs]
+        else:
+            pieces = [torch.split(x, compiled, dim=0) for x in inputs]
+        short = compiled - int(pieces[0][-1].shape[0])
+        if short:  # dynamic batching pads the last piece to the compiled batch and drops the padding after
+            pieces = [list(p[:-1]) + [torch.cat([p[-1], p[-1][:1].expand(short, *p[-1].shape[1:])])]
+                      for p in pieces]
+        outputs = [self.module(*parts) for parts in zip(*pieces, strict=False)]
+        if self.first_call:
+            self.first_call = False
+            _record(call="DataParallel.forward", batch=batch, per_core=[int(p.shape[0]) for p in pieces[0]],
+                    inputs=len(inputs))
         if isinstance(outputs[0], tuple):
-            return tuple(torch.cat(parts, dim=0) for parts in zip(*outputs, strict=True))
-        return torch.cat(outputs, dim=0)
+            joined = tuple(torch.cat(parts, dim=0) for parts in zip(*outputs, strict=False))
+            return tuple(t[:batch] for t in joined)
+        return torch.cat(outputs, dim=0)[:batch]

@@ -1,0 +1,217 @@
+"""The native Neuron stack (TorchNeuron, Trn2/Trn3) run end to end on a machine without Neuron.
+
+The host's Python is the suite's second venv (tests/native_venv.py: torch 2.13, the family TorchNeuron
+2.13.3.0 is built for) with the TorchNeuron stand-in on its path (tests/doubles/python-native: the neuron
+device on the CPU, the neuron torch.compile backend with the real rules); `neuron-ls` replays a trn2.3xlarge
+listing (one Trainium2 device, 4 logical NeuronCores at LNC 2) and `/dev/neuron0` is a stand-in file.
+Everything else is the product: CLI, agent zipapp, probe, pre-flight, worker, NeuronNativeBackend.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, DOUBLES_BIN, REPO
+from tests.native_venv import native_python
+
+pytestmark = pytest.mark.slow
+NATIVE_STAND_INS = REPO / "tests" / "doubles" / "python-native"
+XLA_STAND_INS = REPO / "tests" / "doubles" / "python"
+MODEL = ["--model", f"file:{DATA / 'models' / 'two_tower.py'}"]
+INFER = ["--workload", "infer", "--backend", "neuron", *MODEL, "--batch-sizes", "2", "--warmup", "1",
+         "--min-iters", "10", "--duration", "0.1"]
+
+
+@pytest.fixture(scope="session")
+def native_py() -> Path:
+    python, why = native_python()
+    if python is None:
+        pytest.skip(why)
+    return python
+
+
+def neuron_env(base: dict[str, str], tmp_path: Path, listing: str, stand_ins: Path, python: Path | str,
+               instance_type: str | None = None, name: str = "host") -> dict[str, str]:
+    """Variables that dress this computer as a Neuron host: listing, device file, stand-in library, Python."""
+    root = tmp_path / name
+    (root / "dev").mkdir(parents=True)
+    (root / "dev" / "neuron0").write_text("")
+    (root / "bin").mkdir()
+    (root / "bin" / "neuron-ls").symlink_to(DOUBLES_BIN / "neuron-ls")
+    devices = json.loads((DATA / "neuron" / listing).read_text())
+    for device in devices:
+        device["neuron_processes"] = []
+        if instance_type:
+            device["instance_type"] = instance_type  # neuron-ls 2.32+ names it in every device object
+    (root / "neuron-ls.json").write_text(json.dumps(devices))
+    env = dict(base)
+    env.update({
+        "PATH": f"{root / 'bin'}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "PYTHONPATH": str(stand_ins),
+        "NEURONBENCH_LOCAL_PYTHON": str(python),
+        "NEURONBENCH_NEURON_DEVICE_GLOB": str(root / "dev" / "neuron*"),
+        "NEURONBENCH_FAKE_NEURON_LS": str(root / "neuron-ls.json"),
+        "NEURONBENCH_FAKE_NEURON_CORES": str(sum(d["nc_count"] for d in devices)),
+        "NEURONBENCH_FAKE_NEURONX_LOG": str(root / "torch_neuronx.log"),
+        "NEURONBENCH_NEURON_VENV_GLOB": str(root / "no-venvs" / "*"),
+    })
+    return env
+
+
+@pytest.fixture
+def native_host(cli_env, tmp_path, native_py) -> dict[str, str]:
+    return neuron_env(cli_env, tmp_path, "neuron-ls-trn2-3xlarge.json", NATIVE_STAND_INS, native_py)
+
+
+def calls(env: dict[str, str]) -> list[dict]:
+    log = Path(env["NEURONBENCH_FAKE_NEURONX_LOG"])
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_native_inference_compiles_cold_then_loads_warm_from_the_hosts_neff_cache(run_cli, native_host):
+    first = run_cli("run", "--host", "local", *INFER, "--json", env=native_host)
+    assert first.code == 0, first.stderr
+    [result] = first.json()
+    assert result["status"] == "ok" and result["backend"] == "neuron"
+    env, detail = result["env"], result["backend_detail"]
+    assert env["neuron_stack"] == "native" and env["torch"].startswith("2.13")
+    assert env["neuron_stack_detail"]["logical_cores"] == 4 and env["neuron_stack_detail"]["lnc"] == 2
+    assert detail["stack"] == "native" and detail["mode"] == "compile" and detail["torch"].startswith("2.13")
+    assert detail["torch_neuronx"] == "2.13.3.0+testdouble" and detail["logical_cores"] == 4
+    assert detail["fallback_ops"] == [] and detail["device_mem_peak_bytes"] > 0
+    [row] = result["infer"]
+    cold = row["compile"]
+    assert cold["state"] == "cold" and cold["graphs"] == 1 and cold["new_neffs"] == 1
+    assert cold["measured_by"] == "torch.neuron.get_dynamo_metrics" and cold["seconds_backend"] > 0
+    assert row["check"]["agrees"] is True and row["iterations"] >= 10
+    # Pinned per host, not per run: the second run's graph is served from the NEFF cache.
+    second = run_cli("run", "--host", "local", *INFER, "--json", env=native_host)
+    warm = second.json()[0]["infer"][0]["compile"]
+    assert warm["state"] == "warm" and warm["new_neffs"] == 0 and warm["neff_cache"] == cold["neff_cache"]
+    forced = run_cli("run", "--host", "local", *INFER, "--no-compile-cache", "--json", env=native_host)
+    assert forced.json()[0]["infer"][0]["compile"]["state"] == "cold"
+    compiles = [c for c in calls(native_host) if c["call"] == "compile"]
+    assert [c["cache_hit"] for c in compiles] == [False, True, False]
+
+
+def test_hugging_face_models_compile_whole_on_the_native_stack(run_cli, native_host):
+    """GPT-2 and BERT inference and Llama training, each one fullgraph torch.compile graph on torch 2.13."""
+    models = DATA / "models"
+    for workload, name, task, args in (
+            ("infer", "tiny-gpt2", "causal-lm", ["--batch-sizes", "2", "--warmup", "1", "--min-iters", "10",
+                                                 "--duration", "0.1"]),
+            ("infer", "tiny-bert", "classification", ["--batch-sizes", "2", "--warmup", "1", "--min-iters", "10",
+                                                      "--duration", "0.1"]),
+            ("train", "tiny-llama", "causal-lm", ["--batch-size", "2", "--steps", "6", "--warmup", "2",
+                                                  "--workers", "0"])):
+        out = run_cli("run", "--host", "local", "--workload", workload, "--backend", "neuron", "--model",
+                      f"hf:{models / name}", "--task", task, "--seq-len" if workload == "train" else "--seq-lens",
+                      "16", *args, "--json", env=native_host)
+        assert out.code == 0, out.stderr
+        [result] = out.json()
+        part = result["train"] if workload == "train" else result["infer"][0]
+        assert part["compile"]["graphs"] == 1 and part["compile"]["state"] == "cold", (name, part["compile"])
+        assert part["check"]["agrees"] is True, name
+
+
+def test_native_eager_mode_measures_the_first_call_gap_and_says_so(run_cli, native_host):
+    out = run_cli("run", "--host", "local", *INFER, "--neuron-mode", "eager", "--json", env=native_host)
+    assert out.code == 0, out.stderr
+    compile_block = out.json()[0]["infer"][0]["compile"]
+    assert compile_block["how"] == "eager (per-op compiles)" and compile_block["graphs"] == 0
+    assert compile_block["measured_by"].startswith("first-call gap")
+
+
+def test_native_training_in_bf16_with_compiler_flags_through_neuron_cc_flags(run_cli, native_host):
+    out = run_cli("run", "--host", "local", "--workload", "train", "--backend", "neuron", *MODEL, "--batch-size", "4",
+                  "--steps", "12", "--warmup", "2", "--workers", "0", "--precision", "bf16",
+                  "--neuron-cc-flags", "--auto-cast none", "--json", env=native_host)
+    assert out.code == 0, out.stderr
+    [result] = out.json()
+    train = result["train"]
+    assert train["compile"]["state"] == "cold" and train["compile"]["steps"] == [1]
+    assert train["compile"]["measured_by"] == "torch.neuron.get_dynamo_metrics"
+    assert train["check"]["agrees"] is True and train["throughput_samples_per_s"] > 0
+    assert result["backend_detail"]["compiler_flags_via"] == "NEURON_CC_FLAGS"
+    [compiled] = [c for c in calls(native_host) if c["call"] == "compile"]
+    assert compiled["neuron_cc_flags"] == "--auto-cast none"  # the native path's channel
+
+
+def test_native_training_over_two_logical_cores_uses_torchrun_and_the_neuron_process_group(run_cli, native_host):
+    out = run_cli("run", "--host", "local", "--workload", "train", "--backend", "neuron", *MODEL, "--batch-size", "4",
+                  "--steps", "12", "--warmup", "2", "--workers", "0", "--nproc", "2", "--json", env=native_host)
+    assert out.code == 0, out.stderr
+    [result] = out.json()
+    assert result["train"]["world_size"] == 2 and result["train"]["global_batch"] == 8
+    assert result["train"]["check"]["agrees"] is True
+    groups = [c for c in calls(native_host) if c["call"] == "process_group"]
+    assert sorted((c["rank"], c["world"]) for c in groups) == [(0, 2), (1, 2)]
+    assert len({c["pid"] for c in groups}) == 2  # one process per logical core
+
+
+def test_native_inference_over_several_cores_is_refused_in_one_sentence(run_cli, native_host):
+    out = run_cli("run", "--host", "local", *INFER, "--nproc", "2", "--json", env=native_host)
+    assert out.code != 0
+    assert out.json()[0]["error"]["message"].startswith("inference --nproc 2: on the native Neuron stack")
+
+
+def test_ops_that_fell_back_to_the_cpu_are_named_and_warned_about(run_cli, native_host):
+    env = dict(native_host, NEURONBENCH_FAKE_NEURON_FALLBACK="aten::mul")
+    out = run_cli("run", "--host", "local", *INFER, "--json", env=env)
+    assert out.code == 0, out.stderr
+    [result] = out.json()
+    assert result["backend_detail"]["fallback_ops"] == ["aten::mul"]
+    assert result["infer"][0]["compile"]["fallback_ops"] == ["aten::mul"]
+    assert any("fell back to the host CPU" in w and "aten::mul" in w for w in result["warnings"])
+    text = run_cli("runs", "show", result["run_id"], env=env)
+    assert "fell back to the host CPU" in text.stdout
+    compared = run_cli("compare", result["run_id"], env=env)
+    assert "native, cold !" in compared.stdout
+    assert f"warning: {result['run_id']} ran 1 op(s) on the host CPU, not the NeuronCore (aten::mul)" in compared.stdout
+
+
+def test_a_model_whose_ops_all_fell_back_is_refused(run_cli, native_host):
+    env = dict(native_host, NEURONBENCH_FAKE_NEURON_FALLBACK="*")
+    out = run_cli("run", "--host", "local", *INFER, "--json", env=env)
+    assert out.code != 0
+    [result] = out.json()
+    assert result["status"] == "failed" and result["error"]["kind"] == "bad_spec"
+    assert "nothing ran on the NeuronCore" in result["error"]["message"]
+
+
+def test_a_native_graph_that_fails_to_compile_names_the_compilers_line_and_folder(run_cli, native_host):
+    out = run_cli("run", "--host", "local", *INFER, "--json",
+                  env=dict(native_host, NEURONBENCH_FAKE_NEURONX_FAIL="Unsupported operator aten::foo"))
+    assert out.code != 0
+    [result] = out.json()
+    assert result["error"]["kind"] == "compile_failed"
+    message = result["error"]["message"]
+    assert "ERROR 70: Unsupported operator aten::foo" in message
+    assert Path(message.rsplit("kept in ", 1)[1].rstrip(".")).is_dir()
+
+
+def test_native_on_an_inf2_is_refused_in_one_sentence(run_cli, cli_env, tmp_path, native_py):
+    env = neuron_env(cli_env, tmp_path, "neuron-ls-inf2-xlarge.json", NATIVE_STAND_INS, native_py, "inf2.xlarge")
+    out = run_cli("run", "--host", "local", *INFER, "--neuron-stack", "native", "--json", env=env)
+    assert out.code != 0
+    [result] = out.json()
+    assert result["status"] == "failed" and result["error"]["kind"] == "bad_spec"
+    assert result["error"]["message"].startswith("--neuron-stack native needs Trn2 or Trn3")
+    assert "inf2.xlarge" in result["error"]["message"] and "--neuron-stack xla" in result["error"]["message"]
+    assert [c for c in calls(env) if c["call"] == "compile"] == []
+
+
+def test_a_native_host_whose_torch_and_torch_neuronx_families_differ_is_refused(run_cli, cli_env, tmp_path):
+    # This suite's main Python has torch 2.9: TorchNeuron 2.13.3.0 beside it cannot run.
+    env = neuron_env(cli_env, tmp_path, "neuron-ls-trn2-3xlarge.json", NATIVE_STAND_INS, sys.executable)
+    out = run_cli("run", "--host", "local", *INFER, "--json", env=env)
+    assert out.code != 0
+    [result] = out.json()
+    assert result["error"]["kind"] == "bad_spec"
+    assert result["error"]["message"].startswith(
+        "torch-neuronx 2.13.3.0+testdouble is built for torch 2.13 but this Python has torch 2.9")
+    assert "install torch==2.13.*" in result["error"]["message"]

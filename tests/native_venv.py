@@ -1,0 +1,62 @@
+"""The suite's second Python: torch 2.13 (the PyTorch TorchNeuron 2.13.3.0 is built for) without CUDA.
+
+TorchNeuron needs torch >= 2.10 (SDK 2.33 ships the 2.13 and 2.14 families); the main test venv has torch 2.9
+(torch-xla's).  PyPI's Linux torch wheel pulls several GB of nvidia-* CUDA packages, and ``--no-deps`` is no
+way out: its libtorch_python links libcudnn, libnccl and libcudart directly, so ``import torch`` fails
+without them.  The lean way is PyTorch's CPU build, ``torch==2.13.0+cpu`` (about 190 MB, no CUDA), which
+this machine kind keeps on disk for Python 3.11 (pip's find-links, see docs/neuron.md); pip takes it for
+``torch==2.13.0+cpu``.  Made once under ``.venv-native`` (ignored by git) by ``make test`` or by the first test
+that needs it (3 min here on a shared 2-core machine, 38 s of it CPU); ``python tests/native_venv.py`` makes it
+by hand.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV = Path(os.environ.get("NEURONBENCH_NATIVE_VENV", REPO / ".venv-native"))
+# The CPU build by its local version: PyPI has no "+cpu" wheels, so where the machine lacks the file pip fails
+# at once (a skip with the reason) instead of pulling PyPI's CUDA build and its GBs of nvidia-* wheels.
+TORCH = "torch==2.13.0+cpu"
+# hf: models on the native stack (pure Python; the main venv's release, so both stacks build the same model).
+TRANSFORMERS = "transformers==4.56.2"
+STAMP = VENV / (".made-" + TORCH.replace("==", "-") + "-" + TRANSFORMERS.replace("==", "-"))
+
+
+def base_python() -> str:
+    """The interpreter the venv is made from: this one's base Python (3.11, the CPU wheel's)."""
+    exe = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    return str(exe if exe.exists() else sys.executable)
+
+
+def native_python() -> tuple[Path | None, str]:
+    """``(python, "")`` once the venv works, or ``(None, why)`` when it cannot be made here."""
+    python = VENV / "bin" / "python"
+    if STAMP.exists():
+        return python, ""
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(str(VENV) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two sessions (xdist, two terminals) make it once
+        if STAMP.exists():
+            return python, ""
+        steps = [[base_python(), "-m", "venv", "--clear", str(VENV)],
+                 [str(python), "-m", "pip", "install", "--quiet", TORCH, "numpy", TRANSFORMERS],
+                 [str(python), "-c", "import torch; assert not torch.cuda.is_available(); "
+                                     "torch.compile(torch.nn.Linear(2, 2), backend='eager')(torch.ones(1, 2))"]]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True)
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
+                return None, f"cannot make the torch 2.13 test venv ({' '.join(step[:4])}): {tail[0]}"
+        STAMP.write_text(TORCH + "\n")
+    return python, ""
+
+
+if __name__ == "__main__":
+    made, why = native_python()
+    print(made or why)
+    sys.exit(0 if made else 1)
