@@ -12,7 +12,14 @@ drift hits both; the bare loop runs in a session of its own, as the agent's deta
 TTFT and the median TPOT, with PASS or FAIL against the goal (<= 1.03).
 
     python bench/generate.py [--rounds 3] [--calls 30] [--only TEXT]
+    python bench/generate.py --in-process [--calls 60]  (the worker's own per-call work alone, see below)
     python bench/generate.py --bare CONFIG_JSON        (one bare measurement; what the rounds call)
+
+``--in-process`` separates the agent's own per-call work from the machine around it: in one process, calls
+alternate between the bare loop and the agent's call path (the backend's Generator, a fresh hook, the
+Timeline, the token count and a throttled ``gen_call`` event written to a worker side file), so both see the
+same CPU; on a small shared host the end-to-end rounds also carry the supervisor, its telemetry and the app
+competing for the same cores.
 """
 from __future__ import annotations
 
@@ -79,6 +86,75 @@ def bare(config: dict) -> dict:
     return {"ttft": [ttft_s(c) for c in calls], "tpot": [tpot_s(c) for c in calls]}
 
 
+def in_process(config: dict, calls: int) -> dict:
+    """Interleaved in one process: bare ``model.generate`` vs the agent's call path; the medians of each."""
+    import os
+
+    import torch
+    import transformers
+
+    from remote_agent.backends.cpu import CpuBackend
+    from remote_agent.backends.generation import Shape, step_hook_class
+    from remote_agent.eventlog import WorkerEvents
+    from remote_agent.llm_figures import Timeline, tpot_s, ttft_s
+    from remote_agent.protocol import RunSpec
+    from remote_agent.workloads import synthetic
+    from remote_agent.workloads.generate import count_new_tokens, emit_call
+
+    data = json.loads((REPO / "resources" / "models" / config["model"] / "config.json").read_text())
+    hf_config = transformers.CONFIG_MAPPING[data["model_type"]].from_dict(data)
+    for key, value in config["model_args"].items():
+        setattr(hf_config, key, value)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(hf_config).float().eval()
+    n, s_in, batch = config["output_len"], config["input_len"], config["batch"]
+    shape = Shape(batch, s_in, n)
+    generator = CpuBackend(RunSpec(workload="generate")).generator(model, shape, 0, "", "bench")
+    generator.load()
+    ids = synthetic.token_ids(batch, s_in, hf_config.vocab_size, 0)
+    mask = torch.ones_like(ids)
+    hook_class = step_hook_class()
+    clock = time.perf_counter
+    where = {"batch_size": batch, "input_len": s_in, "output_len": n}
+    with tempfile.TemporaryDirectory() as tmp:
+        events = WorkerEvents(os.path.join(tmp, "events.jsonl"))
+
+        def bare_call() -> Timeline:
+            hook = hook_class(lambda: None, clock)
+            start = clock()
+            with torch.no_grad():
+                out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n,
+                                     do_sample=False, num_beams=1, eos_token_id=None, pad_token_id=0,
+                                     stopping_criteria=transformers.StoppingCriteriaList([hook]))
+            assert out.shape[1] - s_in == n
+            return Timeline(start, tuple(hook.stamps), n, s_in, batch, end=clock())
+
+        def agent_call(index: int) -> Timeline:
+            hook = hook_class(generator.sync, clock)
+            start = clock()
+            out = generator.generate(ids, mask, [hook])
+            end = clock()
+            count_new_tokens(out, s_in, n, len(hook.stamps), shape)
+            timeline = Timeline(start, tuple(hook.stamps), n, s_in, batch, end=end)
+            emit_call(events, where, "measure", index, timeline)
+            return timeline
+
+        for index in range(config["warmup"] + 1):
+            bare_call()
+            agent_call(index)
+        sides = {"bare": [], "agent": []}
+        for index in range(calls):  # the order alternates too: neither side always runs second
+            if index % 2:
+                sides["agent"].append(agent_call(index))
+                sides["bare"].append(bare_call())
+            else:
+                sides["bare"].append(bare_call())
+                sides["agent"].append(agent_call(index))
+        events.close()
+    return {side: {"ttft": statistics.median(ttft_s(t) for t in got),
+                   "tpot": statistics.median(tpot_s(t) for t in got)} for side, got in sides.items()}
+
+
 def run_bare(config: dict) -> dict:
     out = subprocess.run([sys.executable, __file__, "--bare", json.dumps(config)], capture_output=True, text=True,
                          check=True, start_new_session=True)
@@ -110,11 +186,32 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=30, help="timed calls a side a round")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--only", metavar="TEXT", help="only the configurations whose name contains TEXT")
+    parser.add_argument("--in-process", action="store_true",
+                        help="bare and the agent's call path interleaved in one process (the worker's own cost)")
     parser.add_argument("--bare", metavar="CONFIG_JSON", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare:
         print(json.dumps(bare(json.loads(args.bare))))
         return
+    if args.in_process:
+        failed = []
+        for name, model, model_args, batch, s_in, s_out in CONFIGS:
+            if args.only and args.only not in name:
+                continue
+            config = {"model": model, "model_args": model_args, "batch": batch, "input_len": s_in,
+                      "output_len": s_out, "warmup": args.warmup}
+            got = in_process(config, args.calls)
+            words = []
+            for metric in ("ttft", "tpot"):
+                ratio = got["agent"][metric] / got["bare"][metric]
+                if ratio > GOAL:
+                    failed.append(f"{name} {metric.upper()}")
+                words.append(f"{metric.upper()} bare {got['bare'][metric] * 1000:.3f} ms, agent "
+                             f"{got['agent'][metric] * 1000:.3f} ms, ratio {ratio:.3f} "
+                             f"{'PASS' if ratio <= GOAL else 'FAIL'}")
+            print(f"{name} (in one process, {args.calls} calls a side): " + "; ".join(words), flush=True)
+        print("verdict: " + ("PASS" if not failed else "FAIL (" + "; ".join(failed) + ")"))
+        sys.exit(1 if failed else 0)
     from app.paths import AppPaths
 
     failed = []
