@@ -111,6 +111,9 @@ def summarize_generate(point: Dict[str, Any]) -> Dict[str, Any]:
     backend = point.get("backend") or {}
     row["stack"] = backend.get("stack")
     row["cache"] = backend.get("cache")
+    compile_block = backend.get("compile") or {}  # the native Neuron stack's: cold or warm, the ops that fell back
+    row["compile_state"] = compile_block.get("state")
+    row["fallback_ops"] = list(backend.get("fallback_ops") or [])
     flops = point.get("flops") or {}
     prefill, decode = flops.get("prefill_flops_per_row"), flops.get("decode_flops_per_token")
     s_in = point.get("input_len")

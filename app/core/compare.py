@@ -132,6 +132,7 @@ def generate_row(point: dict[str, Any]) -> dict[str, Any]:
             "p99_reliable": figures["llm_p99_reliable"],
             # Compile work is the first call's (static caches and graphs compile inside it), load apart.
             "compile_s": point.get("first_call_s"), "load_s": point.get("load_s"), "stack": point.get("stack"),
+            "compile_state": point.get("compile_state"), "fallback_ops": list(point.get("fallback_ops") or []),
             "greedy_agreement": (point.get("check") or {}).get("greedy_agreement"),
             "mfu_prefill": point.get("mfu_prefill"), "mfu_decode": point.get("mfu_decode"),
             **check_figures(point.get("check")), **_efficiency(point)}

@@ -176,3 +176,38 @@ def timed(fn: Callable[[], Any]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+class NativeNeuronGenerator(Generator):
+    """native TorchNeuron (SDK 2.33, Trn2/Trn3): the static cache, so every decode step has one shape, and in
+    ``--neuron-mode compile`` the forward compiled by ``torch.compile(backend="neuron", fullgraph=True)`` (the
+    transformers recipe with Neuron's backend; dynamic shapes are refused there); ``eager`` runs per-op
+    compiles on first use, which the warm-up at the exact shape absorbs.  Device syncs close every step."""
+
+    cache = "static"
+
+    def __init__(self, backend: Any, model: Any, device: Any, shape: Shape, pad_token_id: int) -> None:
+        super().__init__(model, device, shape, pad_token_id, sync=backend.synchronize)
+        self.backend = backend
+        self.compiled = backend.spec.neuron_mode == "compile"
+        self.stack = "TorchNeuron (native), transformers generate, static cache, " + (
+            "torch.compile(backend=neuron)" if self.compiled else "eager")
+        self.compile_note = ("the neuron backend compiles inside the first call (its time is the first call's, "
+                             "reported apart); the compile block says cold or warm from the host's NEFF cache")
+
+    def load(self) -> None:
+        import torch
+
+        super().load()
+        self.model.generation_config.cache_implementation = "static"
+        self.backend._start_compile_watch()
+        if self.compiled:
+            self.model.forward = torch.compile(self.model.forward, backend="neuron", fullgraph=True, dynamic=False)
+
+    def compile_seconds(self) -> Optional[float]:
+        return None  # inside the first call: the backend's compile block (describe) has its own figure
+
+    def describe(self) -> Dict[str, Any]:
+        block = self.backend._compile_block(None)
+        return dict(super().describe(), compile=block, fallback_ops=block.get("fallback_ops") or [],
+                    warnings=self.backend.run_warnings())

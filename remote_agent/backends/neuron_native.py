@@ -178,6 +178,12 @@ class NeuronNativeBackend(Backend):
             self._compile = self._compile_block(None)
         return self._compile
 
+    # ----------------------------------------------------------------- generation
+    def generator(self, model: Any, shape: Any, pad_token_id: int, workdir: str, name: str) -> Any:
+        from remote_agent.backends.generation import NativeNeuronGenerator
+
+        return NativeNeuronGenerator(self, model, self.device(0), shape, pad_token_id)
+
     # ----------------------------------------------------------------- inference
     def compile_for_inference(self, model: Any, example: Tuple[Any, ...], workdir: str,
                               tag: str) -> Callable[..., Any]:

@@ -178,6 +178,9 @@ def measure_point(spec: Any, events: WorkerEvents, summary_path: str, phase: Pha
     if flops.get("missing"):
         summary["warnings"].append("%s: FLOPs not counted, so no MFU: %s" % (shape.text(), flops["missing"]))
     summary["backend"] = dict(backend.describe(), **generator.describe())
+    for sentence in summary["backend"].pop("warnings", None) or []:  # ops that fell back to the host CPU
+        if sentence not in summary["warnings"]:
+            summary["warnings"].append(sentence)
     with open(summary_path, "w") as handle:
         json.dump(summary, handle)
 

@@ -215,3 +215,26 @@ def test_a_native_host_whose_torch_and_torch_neuronx_families_differ_is_refused(
     assert result["error"]["message"].startswith(
         "torch-neuronx 2.13.3.0+testdouble is built for torch 2.13 but this Python has torch 2.9")
     assert "install torch==2.13.*" in result["error"]["message"]
+
+
+def test_native_generate_runs_on_the_neuron_device_with_a_static_cache_and_names_its_stack(run_cli, native_host):
+    """generate on TorchNeuron: the forward compiled with the neuron backend, every row held to N tokens, the
+    Result names the native stack and its compile (cold, then warm from the host's NEFF cache)."""
+    models = DATA / "models"
+    spec = ["run", "--host", "local", "--workload", "generate", "--backend", "neuron", "--model",
+            f"hf:{models / 'tiny-llama'}", "--task", "causal-lm", "--batch-sizes", "2", "--input-lens", "8",
+            "--output-lens", "4", "--warmup", "1", "--min-iters", "3", "--duration", "0.1", "--json"]
+    states = []
+    for _ in range(2):
+        out = run_cli(*spec, env=native_host)
+        assert out.code == 0, out.stderr
+        [result] = out.json()
+        [point] = result["generate"]
+        assert result["status"] == "ok" and result["backend"] == "neuron"
+        assert point["stack"].startswith("TorchNeuron (native)") and point["cache"] == "static"
+        assert point["calls"] >= 3 and point["ttft_ms"]["p50"] > 0 and point["tpot_ms"]["p50"] > 0
+        assert point["fallback_ops"] == []
+        states.append(point["compile_state"])
+    assert states == ["cold", "warm"]
+    compiled = [c for c in calls(native_host) if c.get("call") == "compile"]
+    assert compiled, "the forward went through the neuron torch.compile backend"
