@@ -300,6 +300,7 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
                 "family": price.instance_type or run.host.split(",")[0],
                 "instance_type": price.instance_type, "instance_type_from": source, "region": price.region,
                 "workload": result.get("workload"), "model": model_signature(result), "backend": result.get("backend"),
+                "precision": (result.get("spec") or {}).get("precision") or "fp32",
                 **figures, "unit": UNIT.get(result.get("workload") or "", "per s"),
                 "usd_per_hour": usd_h, "usd_per_hour_per_node": price.usd_per_hour,
                 "price_source": price.source or None,
@@ -359,10 +360,13 @@ def _job(doc: dict[str, Any], usable: list[tuple[StoredRun, Price, str]], book: 
 def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str, Any]]:
     grouped: dict[tuple, list[dict[str, Any]]] = {}
     for row in rows:
+        # Repeats are runs of one setup: another backend, precision or Neuron stack on the same host is another
+        # setup (a cpu and an xla run of one host were once taken for two repeats of one).
         grouped.setdefault((row["label"], row["workload"], row["model"], row["batch_size"], row["seq_len"],
-                            row.get("input_len"), row.get("output_len")), []).append(row)
+                            row.get("input_len"), row.get("output_len"), row.get("backend"), row.get("precision"),
+                            row.get("stack")), []).append(row)
     groups = []
-    for (label, workload, model, batch, seq_len, _in, _out), members in grouped.items():
+    for (label, workload, model, batch, seq_len, _in, _out, backend, precision, _stack), members in grouped.items():
         values = [r["throughput"] for r in members if r["throughput"] is not None]
         usd_h = members[0]["usd_per_hour"]
         median = _median(values)
@@ -375,6 +379,7 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
         groups.append({
             "label": label, "host": members[0]["host"], "instance_type": members[0]["instance_type"],
             "workload": workload, "model": model, "batch_size": batch, "seq_len": seq_len, "unit": members[0]["unit"],
+            "backend": backend, "precision": precision,
             "run_ids": [r["run_id"] for r in members], "n": len(values),
             "throughput": median, "ci95": ci,
             "tokens_per_s": tokens, "usd_per_1m_tokens": usd_per_million(usd_h, tokens),

@@ -153,3 +153,13 @@ def test_one_unpriced_host_is_summarised_by_speed_and_runs_without_results_are_r
     failed = train_run("b", "trn1.2xlarge", None, status="failed")
     with pytest.raises(CompareError, match=r"none of the runs has a result to compare \(.* on b: out of device"):
         compare_runs([failed], book())
+
+
+def test_runs_of_one_host_on_other_backends_or_precisions_are_not_repeats_of_one_setup():
+    cpu = train_run("box", "trn1.2xlarge", 20.0, precision="fp32")
+    xla = train_run("box", "trn1.2xlarge", 90.0, precision="fp32")
+    bf16 = train_run("box", "trn1.2xlarge", 150.0, precision="bf16")
+    cpu.result["backend"] = "cpu"
+    doc = compare_runs([cpu, xla, bf16], book())
+    groups = sorted((g["backend"], g["precision"], g["n"], g["throughput"]) for g in doc["groups"])
+    assert groups == [("cpu", "fp32", 1, 20.0), ("neuron", "bf16", 1, 150.0), ("neuron", "fp32", 1, 90.0)]
