@@ -41,6 +41,7 @@ $(TEST_STAMP): $(VENV)/bin/python
 bench: $(TEST_STAMP) system-packages
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/ssh_latency.py
+	$(BIN)/python bench/probe_budget.py
 
 package: $(TEST_STAMP)
 	$(BIN)/pip install --quiet -e '.[package]'
