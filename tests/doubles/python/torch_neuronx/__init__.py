@@ -12,7 +12,8 @@ and the batch it is fed.  What it replaces, and how:
   module per NeuronCore and splits each input tensor along dim 0 over them (a call takes the inputs
   positionally, as the traced module does); with dynamic batching off each input must be exactly
   (cores x the traced batch).  Outputs (a tensor or a tuple of them) are joined along dim 0 again.
-  Here the copies are the same CPU module.
+  Here the copies are the same CPU module, and with dynamic batching off only a batch the cores do not
+  divide is refused: a batch of another multiple of the cores than the traced one is not.
 
 Every call is appended to the file named by ``NEURONBENCH_FAKE_NEURONX_LOG`` (if set), one JSON
 object a line, so a test can check what the backend asked of torch_neuronx.
