@@ -20,8 +20,11 @@ app: $(APP_STAMP) app-system-packages
 app-system-packages: $(APP_STAMP)
 	-@$(BIN)/python -m app.ui.qt_platform --install
 
+# In parallel (docs/development.md): most tests wait on processes (sshd, agents, compiles), so more workers
+# than CPUs; tests that share an expensive fixture run on one worker (--dist loadgroup, tests/conftest.py).
+TEST_WORKERS ?= 3
 test: $(TEST_STAMP) system-packages
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 system-packages:
 	@sh tests/system_packages.sh

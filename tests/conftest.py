@@ -126,3 +126,38 @@ def slurm(slurm_cluster, ssh_client: SshClient):
     slurm_cluster.authorize(Path(f"{ssh_client.key}.pub"))
     yield slurm_cluster
     slurm_cluster.command("scancel", "--user", "root")
+
+
+# ------------------------------------------------------------------ running in parallel (pytest-xdist)
+# `make test` runs the tests on several worker processes (`-n 3 --dist loadgroup`, docs/development.md).
+# Each test has its own tmp_path (data dir, sshd folder, client HOME) and its own ports, so most tests need
+# nothing.  What a worker sets up once and many tests share is built once where it can be:
+# - read-only things for the whole session: tests/session_cache.py (the stored runs of tests/ui);
+# - a session fixture that starts daemons (a Slurm cluster, the PyInstaller build): its tests run on one
+#   worker as one xdist group, so it starts once, not once per worker;
+# - a module-scoped fixture defined in a test module: that module's tests run on one worker (one group).
+# New tests that use these fixtures are grouped by this hook without a marker of their own.
+SESSION_GROUPS = {"slurm_cluster": "slurm", "frozen_app": "frozen"}
+
+
+def shared_group(item: pytest.Item) -> str | None:
+    """The xdist group a test belongs to because of a fixture it shares with others, or None."""
+    names = getattr(item, "fixturenames", ())
+    for fixture, group in SESSION_GROUPS.items():
+        if fixture in names:
+            return group
+    module = item.nodeid.split("::")[0]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        if defs and defs[-1].scope == "module" and defs[-1].baseid == module:
+            return module
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the test ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            group = shared_group(item)
+            if group:
+                item.add_marker(pytest.mark.xdist_group(group))
