@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,3 +163,51 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             group = shared_group(item)
             if group:
                 item.add_marker(pytest.mark.xdist_group(group))
+
+
+# ------------------------------------------------------------------ CPU per test, beside --durations
+# Wall time says how long a test waited; CPU time says what it cost the machine (2 vCPUs here, shared).
+# Each phase's CPU (this process and the children it waited for: agents, sshd, compiles) rides on its report
+# (user_properties, so xdist carries it to the controller); the run ends with the total and the top 10.
+def _cpu_seconds() -> float:
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+_CPU_MARK: list[float] = []
+_SESSION_START: list[float] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _SESSION_START[:] = [time.monotonic()]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _CPU_MARK[:] = [_cpu_seconds()]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    outcome = yield
+    now = _cpu_seconds()
+    if _CPU_MARK:
+        outcome.get_result().user_properties.append(("cpu_s", round(now - _CPU_MARK[0], 3)))
+    _CPU_MARK[:] = [now]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    per_test: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for key, value in getattr(report, "user_properties", ()):
+                if key == "cpu_s":
+                    per_test[report.nodeid] = per_test.get(report.nodeid, 0.0) + value
+    if not per_test or not _SESSION_START:
+        return
+    total, wall = sum(per_test.values()), time.monotonic() - _SESSION_START[0]
+    terminalreporter.write_sep("=", "CPU of the tests (their processes and waited-for children)")
+    terminalreporter.write_line(f"{total:.0f} CPU-s in {wall:.0f} s wall: {total / wall:.2f} CPUs busy on average "
+                                f"(of {os.cpu_count()}), over {len(per_test)} tests")
+    for nodeid, seconds in sorted(per_test.items(), key=lambda kv: -kv[1])[:10]:
+        terminalreporter.write_line(f"{seconds:8.2f} CPU-s  {nodeid}")
