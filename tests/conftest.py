@@ -156,13 +156,55 @@ def shared_group(item: pytest.Item) -> str | None:
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the test ids
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.get_closest_marker("xdist_group") is None:
+        group = shared_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+# xdist's own `--dist loadgroup` tags each test id with its group, which pytest 9.2's structured test ids no
+# longer take (its groups silently became single tests).  So each worker writes the groups it collected
+# beside its basetemp, and the controller schedules with them: a group is one unit of work, on one worker.
+def _groups_file(config: pytest.Config, worker: str) -> Path:
+    return config._tmp_path_factory.getbasetemp().parent / f"xdist-groups-{worker}.json"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    groups = {}
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            group = shared_group(item)
-            if group:
-                item.add_marker(pytest.mark.xdist_group(group))
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names:
+            groups[item.nodeid] = "_".join(names)
+    path = _groups_file(config, worker)
+    path.with_suffix(".tmp").write_text(json.dumps(groups))
+    path.with_suffix(".tmp").replace(path)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    base = config._tmp_path_factory.getbasetemp()
+
+    class GroupScheduling(LoadScopeScheduling):
+        """--dist loadgroup with the groups the workers wrote (see above); every other test on its own."""
+
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                self._groups = {}
+                for path in sorted(base.glob("xdist-groups-*.json")):
+                    self._groups.update(json.loads(path.read_text()))
+            return self._groups.get(nodeid, nodeid)
+
+    return GroupScheduling(config, log)
 
 
 # ------------------------------------------------------------------ CPU per test, beside --durations
