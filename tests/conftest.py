@@ -131,7 +131,7 @@ def slurm(slurm_cluster, ssh_client: SshClient):
 
 
 # ------------------------------------------------------------------ running in parallel (pytest-xdist)
-# `make test` runs the tests on several worker processes (`-n 3 --dist loadgroup`, docs/development.md).
+# `make test` runs the tests on several worker processes (`-n 4 --dist loadgroup`, docs/development.md).
 # Each test has its own tmp_path (data dir, sshd folder, client HOME) and its own ports, so most tests need
 # nothing.  What a worker sets up once and many tests share is built once where it can be:
 # - read-only things for the whole session: tests/session_cache.py (the stored runs of tests/ui);
