@@ -20,8 +20,11 @@ app: $(APP_STAMP) app-system-packages
 app-system-packages: $(APP_STAMP)
 	-@$(BIN)/python -m app.ui.qt_platform --install
 
+# In parallel (docs/development.md): most tests wait on processes (sshd, agents, compiles), so more workers
+# than CPUs; tests that share an expensive fixture run on one worker (--dist loadgroup, tests/conftest.py).
+TEST_WORKERS ?= 4
 test: $(TEST_STAMP) system-packages native-venv
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The second test Python (torch 2.13, CPU build) the native Neuron stack's tests run on (tests/native_venv.py).
 native-venv: $(TEST_STAMP)
@@ -45,6 +48,7 @@ $(TEST_STAMP): $(VENV)/bin/python
 bench: $(TEST_STAMP) system-packages
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/ssh_latency.py
+	$(BIN)/python bench/probe_budget.py
 
 package: $(TEST_STAMP)
 	$(BIN)/pip install --quiet -e '.[package]'

@@ -13,6 +13,7 @@ Notation of the table:
 
 - ``"int"`` an integer (never a bool) in SQLite's signed 64-bit range; ``"int+"`` one ≥ 0
 - ``"num"`` an int or a finite float; ``"num+"`` one ≥ 0
+- ``"time"`` unix seconds between 1970 and 2100 (``T_MIN``..``T_MAX``): every event's ``t``
 - ``"bool"``, ``"str"``; ``"obj"`` any object, ``"list"`` any list, ``"any"`` any value
 - ``"run_id"`` a run id (letters, digits, ``_ . -``, at most 80)
 - a trailing ``?`` also allows null (``"num?"``: a metric that could not be read)
@@ -35,6 +36,9 @@ MAX_DEPTH = 32           # objects and lists inside one another (the deepest rea
 MAX_ITEMS = 65536        # entries of one object or list (a 192-vCPU sample holds about 200)
 MAX_STR = 65536          # characters of one string (free text is cut to 16,000 by the agent's encode)
 MAX_KEY = 256            # characters of one field name
+# A time is unix seconds from 1970 up to 2100: a clock far past that is no clock (a float like 1e300 passes
+# "finite" yet ends time.localtime with OverflowError in every reader that shows a time of day).
+T_MIN, T_MAX = 0.0, 4102444800.0  # 1970-01-01, 2100-01-01 (UTC)
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,79}$")
 # A lone surrogate can only come from a \uD800-\uDFFF escape (UTF-8 itself cannot carry one).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -63,7 +67,8 @@ def pair(item: Any) -> Pair:
 
 # --------------------------------------------------------------------------- the table
 END_STATUSES = ("ok", "failed", "cancelled")
-COMMON = {"?node": "int+", "?node_seq": "int+"}  # tags of a multi-node run's merged stream
+# Every event: its time, and the tags of a multi-node run's merged stream.
+COMMON = {"t": "time", "?node": "int+", "?node_seq": "int+"}
 
 SPEC = {  # a RunSpec as events and Results carry it (RunSpec itself checks the rest where it is rebuilt)
     "?workload": "str?", "?model": "str?", "?model_args": "obj?", "?backend": "str?", "?precision": "str?",
@@ -86,6 +91,9 @@ CHECK = nullable({  # a compiled artefact against the eager model on CPU
     "?agrees": "bool?", "?finite": "bool?", "?max_abs_err": "num?", "?max_rel_err": "num?", "?tolerance": "num?",
     "?precision": "str?", "?what": "str?", "?note": "str?", "?loss": "num?", "?reference_loss": "num?",
 })
+STOP = {  # how a run with --target-ci stopped (the CLI, the views and the reports word it)
+    "?stopped_by": "str?", "?target_ci_pct": "num+?", "?ci_pct": "num+?",
+}
 TRAIN = {
     "?steps_total": "int?", "?steps_measured": "int?", "?window": nullable(pair("int")), "?world_size": "int?",
     "?global_batch": "int?", "?param_dtype": "str?", "?nodes": "int+?",
@@ -95,13 +103,13 @@ TRAIN = {
     "?step_time_s": nullable({"?median": "num?", "?mean": "num?", "?p90": "num?", "?stdev": "num?",
                               "?ci95": nullable(pair("num?"))}),
     "?throughput_samples_per_s": "num?", "?tokens_per_sample": "num?", "?throughput_tokens_per_s": "num?",
-    "?check": CHECK,
+    "?check": CHECK, **STOP,
 }
 INFER_ROW = {
     "batch_size": "int+", "?seq_len": "int+?", "?samples_per_request": "int?", "?compile_s": "num?",
     "?iterations": "int?", "?wall_s": "num?", "?throughput_per_s": "num?", "?tokens_per_s": "num?",
     "?latency_ms": nullable({"?p50": "num?", "?p90": "num?", "?p95": "num?", "?p99": "num?", "?mean": "num?"}),
-    "?p99_reliable": "bool?", "?check": CHECK,
+    "?p99_reliable": "bool?", "?check": CHECK, **STOP,
     "?compile": nullable({"?state": "str?", "?how": "str?", "?measured_by": "str?"}),  # cold / loaded / warm
 }
 DISTRIBUTION_MS = nullable({  # llm_figures.distribution_ms
@@ -152,7 +160,7 @@ RESULT = {  # DESIGN.md §4
     "?error": nullable({"?kind": "str?", "?message": "str?", "?detail": "str?"}),
 }
 SAMPLE_DEVICE = {"?index": "int", "?kind": "str", "?util_pct": "num?", "?mem_used": "num?", "?mem_total": "num?",
-                 "?flops": "num?", "?power_w": "num?"}
+                 "?flops": "num?", "?power_w": "num?", "?temp_c": "num?", "?device": "int?"}
 
 EVENT_SCHEMAS: Dict[str, Dict[str, Any]] = {
     "hello": {"agent_version": "str", "protocol_version": "int", "pid": "int", "python": "str",
@@ -161,9 +169,9 @@ EVENT_SCHEMAS: Dict[str, Dict[str, Any]] = {
     "phase": {"name": "str", "state": ("start", "end"), "?batch_size": "int+?", "?seq_len": "int+?",
               "?seconds": "num+", "?concurrency": "int+?", "?rate": "num+?"},
     "step": {"i": "int", "dt_s": "num+", "samples": "num+", "compiled": "bool", "?loss": "num?",
-             "?data_s": "num+?", "?tokens": "int+?"},
+             "?data_s": "num+?", "?tokens": "int+?", "?ci_pct": "num+?"},
     "latency": {"batch_size": "int+", "count": "int+", "p50_ms": "num+", "p90_ms": "num+", "p99_ms": "num+",
-                "?seq_len": "int+?"},
+                "?seq_len": "int+?", "?ci_pct": "num+?"},
     # generate: one call's figures as it ends (the live view draws TTFT and TPOT per call); throttled to ~20/s
     "gen_call": {"batch_size": "int+", "input_len": "int+", "output_len": "int+",
                  "stage": ("first", "warmup", "measure"), "i": "int+", "?ttft_ms": "num+?", "?tpot_ms": "num+?",
@@ -173,8 +181,12 @@ EVENT_SCHEMAS: Dict[str, Dict[str, Any]] = {
                                  "?mem_total": "num?"}),
                "devices": [SAMPLE_DEVICE], "?source": "str?", "?sources": nullable(["str"]), "?period_s": "num?",
                "?runtime": nullable({"?completed": "num?", "?errors": "num?", "?latency_p50_s": "num?",
-                                     "?latency_p99_s": "num?"}),
+                                     "?latency_p99_s": "num?", "?errors_by_kind": nullable({"*": "num?"})}),
                "?process": nullable({"?cpu_pct": "num?", "?rss": "num?", "?pids": "int?"}),
+               "?processes": nullable([{"?pid": "int?", "?cores": nullable(["int?"]), "?completed": "num?",
+                                        "?errors": "num?", "?latency_p50_s": "num?", "?latency_p99_s": "num?",
+                                        "?device_mem": "num?", "?host_mem": "num?", "?cpu_pct": "num?",
+                                        "?command": "str?"}]),
                "?missing": nullable({"*": "str"})},
     "log": {"level": "str", "message": "str", "?pid": "int?"},
     "serve_level": {"level": SERVE_LEVEL},
@@ -258,10 +270,12 @@ _SIMPLE = {
     "list": lambda v: type(v) is list,
     "any": lambda v: True,
     "run_id": lambda v: type(v) is str and RUN_ID.match(v) is not None and ".." not in v,
+    "time": lambda v: (type(v) is int or type(v) is float) and T_MIN <= v < T_MAX,
 }
 _NAMES = {"int": "an integer", "int+": "an integer ≥ 0", "num": "a number", "num+": "a number ≥ 0",
           "bool": "true or false", "str": "a string", "obj": "an object", "list": "a list", "any": "a value",
-          "run_id": "a run id (letters, digits, _ . - only, at most 80)"}
+          "run_id": "a run id (letters, digits, _ . - only, at most 80)",
+          "time": "a number of unix seconds between 1970 and 2100"}
 
 
 def _check(value: Any, schema: Any) -> None:
@@ -345,9 +359,6 @@ def check_event(event: Any, line: Optional[bytes] = None) -> Tuple[str, int]:
     label = "%s event #%d" % (type_, seq)
     try:
         check_json(event, surrogates=line is None or _SURROGATE_ESCAPE.search(line) is not None)
-        t = event.get("t")
-        if not (type(t) is int or type(t) is float) or t < 0:
-            raise SchemaError("t must be a number of unix seconds, got %s" % shown(t))
         _fields(event, COMMON)
         _fields(event, schema)
     except SchemaError as exc:

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,3 +128,128 @@ def slurm(slurm_cluster, ssh_client: SshClient):
     slurm_cluster.authorize(Path(f"{ssh_client.key}.pub"))
     yield slurm_cluster
     slurm_cluster.command("scancel", "--user", "root")
+
+
+# ------------------------------------------------------------------ running in parallel (pytest-xdist)
+# `make test` runs the tests on several worker processes (`-n 4 --dist loadgroup`, docs/development.md).
+# Each test has its own tmp_path (data dir, sshd folder, client HOME) and its own ports, so most tests need
+# nothing.  What a worker sets up once and many tests share is built once where it can be:
+# - read-only things for the whole session: tests/session_cache.py (the stored runs of tests/ui);
+# - a session fixture that starts daemons (a Slurm cluster, the PyInstaller build): its tests run on one
+#   worker as one xdist group, so it starts once, not once per worker;
+# - a module-scoped fixture defined in a test module: that module's tests run on one worker (one group).
+# New tests that use these fixtures are grouped by this hook without a marker of their own.
+SESSION_GROUPS = {"slurm_cluster": "slurm", "frozen_app": "frozen"}
+
+
+def shared_group(item: pytest.Item) -> str | None:
+    """The xdist group a test belongs to because of a fixture it shares with others, or None."""
+    names = getattr(item, "fixturenames", ())
+    for fixture, group in SESSION_GROUPS.items():
+        if fixture in names:
+            return group
+    module = item.nodeid.split("::")[0]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        if defs and defs[-1].scope == "module" and defs[-1].baseid == module:
+            return module
+    return None
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.get_closest_marker("xdist_group") is None:
+        group = shared_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+# xdist's own `--dist loadgroup` tags each test id with its group, which pytest 9.2's structured test ids no
+# longer take (its groups silently became single tests).  So each worker writes the groups it collected
+# beside its basetemp, and the controller schedules with them: a group is one unit of work, on one worker.
+def _groups_file(config: pytest.Config, worker: str) -> Path:
+    return config._tmp_path_factory.getbasetemp().parent / f"xdist-groups-{worker}.json"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    groups = {}
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names:
+            groups[item.nodeid] = "_".join(names)
+    path = _groups_file(config, worker)
+    path.with_suffix(".tmp").write_text(json.dumps(groups))
+    path.with_suffix(".tmp").replace(path)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    base = config._tmp_path_factory.getbasetemp()
+
+    class GroupScheduling(LoadScopeScheduling):
+        """--dist loadgroup with the groups the workers wrote (see above); every other test on its own."""
+
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                self._groups = {}
+                for path in sorted(base.glob("xdist-groups-*.json")):
+                    self._groups.update(json.loads(path.read_text()))
+            return self._groups.get(nodeid, nodeid)
+
+    return GroupScheduling(config, log)
+
+
+# ------------------------------------------------------------------ CPU per test, beside --durations
+# Wall time says how long a test waited; CPU time says what it cost the machine (2 vCPUs here, shared).
+# Each phase's CPU (this process and the children it waited for: agents, sshd, compiles) rides on its report
+# (user_properties, so xdist carries it to the controller); the run ends with the total and the top 10.
+def _cpu_seconds() -> float:
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+_CPU_MARK: list[float] = []
+_SESSION_START: list[float] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _SESSION_START[:] = [time.monotonic()]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _CPU_MARK[:] = [_cpu_seconds()]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    outcome = yield
+    now = _cpu_seconds()
+    if _CPU_MARK:
+        outcome.get_result().user_properties.append(("cpu_s", round(now - _CPU_MARK[0], 3)))
+    _CPU_MARK[:] = [now]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    per_test: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for key, value in getattr(report, "user_properties", ()):
+                if key == "cpu_s":
+                    per_test[report.nodeid] = per_test.get(report.nodeid, 0.0) + value
+    if not per_test or not _SESSION_START:
+        return
+    total, wall = sum(per_test.values()), time.monotonic() - _SESSION_START[0]
+    terminalreporter.write_sep("=", "CPU of the tests (their processes and waited-for children)")
+    terminalreporter.write_line(f"{total:.0f} CPU-s in {wall:.0f} s wall: {total / wall:.2f} CPUs busy on average "
+                                f"(of {os.cpu_count()}), over {len(per_test)} tests")
+    for nodeid, seconds in sorted(per_test.items(), key=lambda kv: -kv[1])[:10]:
+        terminalreporter.write_line(f"{seconds:8.2f} CPU-s  {nodeid}")

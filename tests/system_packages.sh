@@ -1,6 +1,6 @@
 #!/bin/sh
 # Debian packages the tests use: a real OpenSSH server and client (SSH tests: sshd, ssh-keygen, ssh-agent,
-# and ssh for bench/ssh_latency.py), pdftoppm (PDF report checks) and the shared libraries Qt's widgets
+# and ssh for bench/ssh_latency.py), pdftoppm (PDF report checks), iproute2's ip (network namespaces) and the shared libraries Qt's widgets
 # load even on the offscreen platform (GUI tests and screenshots), and a real Slurm (slurmctld, slurmd, the
 # client commands, munge) that tests/cluster/slurm_cluster.py runs as root without systemd.
 # Installed when missing and we are root (CI); otherwise say what to install.
@@ -8,6 +8,8 @@ missing=""
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || missing="$missing openssh-server"
 command -v ssh-keygen >/dev/null 2>&1 && command -v ssh-agent >/dev/null 2>&1 || missing="$missing openssh-client"
 command -v pdftoppm >/dev/null 2>&1 || missing="$missing poppler-utils"
+# `ip` (network namespaces: the unreachable-rendezvous and second-machine tests, tests/e2e/netns.py)
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing="$missing iproute2"
 for pair in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] || missing="$missing ${pair#*:}"
 done

@@ -34,6 +34,12 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=handle)
 
 
+def screen_lines(sample: dict[str, Any], host: str, width: int) -> list[str]:
+    """The screen's lines for one sample.  Its text (kinds, sources, missing reasons) is the host's: escaped,
+    so only this screen's own codes reach the terminal, on every frame and on the last picture left at close."""
+    return [clean(line, SENTENCE_LIMIT) for line in render(sample, host, width)]
+
+
 class Screen:
     """Draws each sample: in place on a terminal (alternate screen, like top), frame after frame elsewhere."""
 
@@ -49,8 +55,7 @@ class Screen:
         if event["type"] != "sample":
             return
         self.last = event
-        # The sample's text (sources, missing reasons) is the host's: escaped, only this screen's codes are sent.
-        lines = [clean(line, SENTENCE_LIMIT) for line in render(event, self.host, self._width())]
+        lines = screen_lines(event, self.host, self._width())
         if self.tty:
             if not self._opened:
                 self.out.write("\033[?1049h\033[?25l")  # alternate screen, cursor hidden
@@ -68,7 +73,7 @@ class Screen:
             self.out.write("\033[?25h\033[?1049l")
             # Leave the last picture on the normal screen, as a record of where things stood.
             if self.last is not None:
-                self.out.write("\n".join(render(self.last, self.host, self._width())) + "\n")
+                self.out.write("\n".join(screen_lines(self.last, self.host, self._width())) + "\n")
             self.out.flush()
             self._opened = False
 

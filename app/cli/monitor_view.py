@@ -6,9 +6,10 @@ NeuronCores.  A figure the agent could not read shows as "N/A", never as 0.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
+
+from app.core.clock_text import local_time_text
 
 FULL, EMPTY = "█", "░"
 KIB = 1024
@@ -52,11 +53,10 @@ def _latency_text(seconds: float | None) -> str:
 
 
 def _label(device: dict[str, Any]) -> str:
-    kind = device.get("kind")
+    kind, index = device.get("kind"), _int_text(device.get("index"))  # a device the sampler could not number: N/A
     if kind == "neuroncore":
-        return f"ND{device['device']} NC{device['index']}" if device.get("device") is not None \
-            else f"NC{device['index']}"
-    return f"GPU{device['index']}" if kind == "gpu" else f"CPU{'s' if device['index'] == 0 else device['index']}"
+        return f"ND{device['device']} NC{index}" if device.get("device") is not None else f"NC{index}"
+    return f"GPU{index}" if kind == "gpu" else f"CPU{'s' if device.get('index') == 0 else index}"
 
 
 def _device_lines(devices: Sequence[dict[str, Any]], width: int) -> list[str]:
@@ -139,15 +139,19 @@ def _runtime_lines(sample: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _seconds_text(value: float | None) -> str:
+    return NA if value is None else f"{value:g} s"
+
+
 def _int_text(value: int | None) -> str:
     return NA if value is None else str(value)
 
 
 def render(sample: dict[str, Any], host: str, width: int = 100) -> list[str]:
     """The screen for one ``sample`` event, as lines of at most about ``width`` characters."""
-    stamp = time.strftime("%H:%M:%S", time.localtime(sample.get("t", 0)))
-    sources = ", ".join(sample.get("sources") or [sample.get("source", "?")])
-    lines = [f"neuronbench monitor · {host} · {stamp} · every {sample.get('period_s', 0):g} s · {sources}", ""]
+    stamp = local_time_text(sample.get("t"), "%H:%M:%S")
+    sources = ", ".join(sample.get("sources") or [sample.get("source") or "?"])
+    lines = [f"neuronbench monitor · {host} · {stamp} · every {_seconds_text(sample.get('period_s'))} · {sources}", ""]
     lines += _device_lines(sample.get("devices") or [], width)
     lines.append("")
     lines += _host_lines(sample.get("host") or {}, width)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from typing import Any, TextIO
 
+from app.core.clock_text import local_time_text
 from app.core.model_text import where_text
 from app.core.numbers import counted, figure
 from app.core.progress import ProgressTracker
@@ -140,7 +140,7 @@ class ProgressPrinter:
         self._line(f"error ({event['kind']}): {event['message']}")
 
     def _on_end(self, event: dict[str, Any]) -> None:
-        self._line(f"run {event['status']} at {time.strftime('%H:%M:%S', time.localtime(event['t']))}")
+        self._line(f"run {event['status']} at {local_time_text(event.get('t'), '%H:%M:%S')}")
 
 
 class SharedStream:

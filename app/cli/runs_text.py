@@ -1,11 +1,11 @@
 """Terminal text for stored runs, their cost and comparisons (N/A for anything missing, never 0)."""
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from app.cli.job_text import format_job
 from app.cli.llm_text import format_llm_compare
+from app.core.clock_text import local_time_text
 from app.core.compare import WORK, stack_text
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_UNKNOWN, type_from_label
 from app.core.mfu import mfu_text
@@ -24,7 +24,7 @@ def usd(value: float | None, digits: int = 4) -> str:
 
 
 def when(seconds: float | None) -> str:
-    return "N/A" if seconds is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+    return local_time_text(seconds)
 
 
 def headline(run: StoredRun) -> str:

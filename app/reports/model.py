@@ -6,11 +6,11 @@ document as is; HTML and PDF render its blocks (app.reports.content); CSV its ro
 """
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core.clock_text import utc_iso
 from app.core.runrecord import StoredRun, fingerprint, fingerprint_differences
 from app.core.specs import spec_summary
 from app.core.telemetry import utilisation_series
@@ -28,13 +28,12 @@ class RunMaterial:
 
 
 def _iso(seconds: float | None) -> str | None:
-    if seconds is None:
-        return None
-    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_iso(seconds)
 
 
 def _title(doc: dict[str, Any]) -> str:
-    measures = sorted({(g["workload"], g["model"].split("(")[0].split(" ")[0]) for g in doc["groups"]})
+    # A stored Result may lack its workload (null): sorted as text, never compared with None.
+    measures = sorted({(g["workload"] or "", g["model"].split("(")[0].split(" ")[0]) for g in doc["groups"]})
     labels = list(dict.fromkeys(g["label"] for g in doc["groups"]))
     what = "; ".join(f"{model} {'training' if workload == 'train' else 'inference'}" for workload, model in measures)
     return f"{what or 'Benchmark'} on {', '.join(labels) or 'no host'}"

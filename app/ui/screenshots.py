@@ -321,6 +321,11 @@ class Shots(ModelShots):
         wait_until(lambda: view.doc is not None or view.status.is_error, 60, "the comparison")
         self.view(view, "10-compare.png", bridge)
 
+    def shot_28_compare_empty(self) -> None:
+        """Compare before any runs are chosen: the hint, the table's header without columns no run has, no axes."""
+        bridge = Bridge()
+        self.view(CompareView(self.paths, bridge), "28-compare-empty.png", bridge)
+
     def shot_23_compare_scaling(self) -> None:
         """Compare on a real 1-node run and a real 2-node run (two agents on this computer with homes of their own,
         torchrun's rendezvous over loopback), priced as trn1.32xlarge: speed-up, efficiency, the scaling chart."""

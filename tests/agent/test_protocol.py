@@ -69,6 +69,12 @@ def test_an_event_over_the_line_cap_is_refused_not_mangled():
     (b'{"v": 1, "seq": 0, "t": 0, "type": "end", "status": "ok"}', "seq must be a positive integer"),
     (b'{"v": 1, "seq": true, "t": 0, "type": "end", "status": "ok"}', "seq must be a positive integer"),
     (b'{"v": 1, "seq": 1, "t": "now", "type": "end", "status": "ok"}', "t must be a number"),
+    # A finite time no clock can show (time.localtime(1e300) raises OverflowError): held to 1970..2100.
+    (b'{"v": 1, "seq": 1, "t": 1e300, "type": "end", "status": "ok"}',
+     r"end event #1: t must be a number of unix seconds between 1970 and 2100, got 1e\+300"),
+    (b'{"v": 1, "seq": 1, "t": 4102444800, "type": "end", "status": "ok"}', "between 1970 and 2100, got 4102444800"),
+    (b'{"v": 1, "seq": 1, "t": -0.5, "type": "end", "status": "ok"}', "between 1970 and 2100, got -0.5"),
+    (b'{"v": 1, "seq": 1, "type": "end", "status": "ok"}', "end event #1: lacks t"),
     (b'{"v": 1, "seq": 1, "t": 0, "type": "shout"}', "unknown event type"),
     (b'{"v": 1, "seq": 1, "t": 0, "type": "step", "i": 1}', "lacks dt_s, samples, compiled"),
     (b"\xff\xfe", "not a JSON event"),

@@ -58,6 +58,10 @@ def free_port(address: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+class PortTaken(Exception):
+    """sshd could not bind its port: another process took it after free_port() found it free."""
+
+
 @dataclass
 class SshServer:
     root: Path
@@ -83,6 +87,20 @@ class SshServer:
         return Path(f"/proc/{self.proc.pid}/root") / self.tmpfs[0].relative_to("/")
 
     def start(self, timeout: float = 10.0) -> SshServer:
+        """Start sshd; if its port was taken meanwhile (free_port's port is free only when asked, and parallel
+        test workers ask too), start it again on another."""
+        for _attempt in range(5):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                self.port = free_port("127.0.0.1" if self.netns else self.address)
+                config = self.root / "sshd_config"
+                lines = config.read_text().splitlines(keepends=True)
+                config.write_text("".join(f"Port {self.port}\n" if line.startswith("Port ") else line
+                                          for line in lines))
+        raise RuntimeError(f"sshd found no free port: {self.log.read_text(errors='replace')}")
+
+    def _start(self, timeout: float) -> SshServer:
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         if self.tmpfs is not None:
             folder, options = self.tmpfs
@@ -90,11 +108,14 @@ class SshServer:
             prefix += ["unshare", "--mount", "--propagation", "private", "sh", "-c",
                        'mount -t tmpfs -o "$1" neuronbench-test "$2" && shift 2 && exec "$@"', "sh", options,
                        str(folder)]
+        logged = self.log.stat().st_size if self.log.exists() else 0
         self.proc = subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
                                      stdout=subprocess.DEVNULL, stderr=open(self.log, "ab"))
         deadline = time.monotonic() + timeout
-        while "Server listening" not in self.log.read_text(errors="replace"):
+        while "Server listening" not in (text := self.log.read_bytes()[logged:].decode(errors="replace")):
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                if self.proc.poll() is not None and "Address already in use" in text:
+                    raise PortTaken(self.port)
                 raise RuntimeError(f"sshd did not start: {self.log.read_text(errors='replace')}")
             time.sleep(0.02)
         return self

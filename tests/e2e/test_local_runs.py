@@ -116,13 +116,15 @@ def test_probe_local_as_json(run_cli):
 def test_data_device_feeds_one_batch_made_on_the_device_and_the_result_says_so(run_cli):
     flags = ["run", "--host", "local", "--workload", "train", *tiny_model_flags(), "--batch-size", "8",
              "--steps", "6", "--warmup", "1", "--backend", "xla"]
-    out = run_cli(*flags, "--data", "device", "--json")
-    assert out.code == 0, out.stderr
-    train = _only(out.json())["train"]
+    text = run_cli(*flags, "--data", "device")
+    assert text.code == 0, text.stderr
+    assert "data on device" in text.stdout and "the input pipeline is not measured" in text.stdout
+    # The Result of that same run, as stored (`runs show --json` is the Result `run --json` prints:
+    # tests/e2e/test_store_and_reports.py): one XLA training, not a second one for the JSON.
+    [listed] = run_cli("runs", "list", "--json").json()["runs"]
+    train = run_cli("runs", "show", listed["run_id"], "--json").json()["result"]["train"]
     assert train["data"] == {"source": "device", "loader_workers": 0, "workers_auto": False}
     assert train["steps_total"] == 6 and train["throughput_samples_per_s"] > 0
-    text = run_cli(*flags, "--data", "device")
-    assert "data on device" in text.stdout and "the input pipeline is not measured" in text.stdout
 
 
 def test_loader_workers_default_from_the_host_and_the_result_says_how_many(run_cli):

@@ -14,11 +14,15 @@ import io
 import itertools
 import json
 import math
+import random
+import traceback
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.cli.monitor_cmd import screen_lines
 from app.cli.progress import ProgressPrinter
 from app.cli.runs_text import format_run_detail, format_run_list
 from app.cli.text import format_env, format_result
@@ -30,12 +34,15 @@ from app.core.results import aggregate_repeats
 from app.core.runrecord import StoredRun
 from app.core.telemetry import downsample, utilisation_series
 from app.paths import AppPaths
+from app.reports.model import RunMaterial, build_report
 from app.services.pricing import load_pricebook
 from app.services.recorder import RunRecorder
 from app.services.session import RunSession
 from app.services.store import RunStore
 from app.services.transport import AgentProcess, Transport
 from app.ui.models.run_state import LiveRunState
+from app.ui.models.runs_table import COLUMNS, RunsTableModel
+from app.ui.models.runs_table import _cells as runs_table_cells
 from remote_agent.capacity import nproc_problem
 from remote_agent.protocol import ProtocolError, RunSpec, SeqTracker, decode
 from tests.conftest import DATA
@@ -80,11 +87,14 @@ def nested(depth: int) -> str:
 
 
 # Values a field may be given: each is JSON text, spliced into the line as it would arrive.
-HOSTILE = st.sampled_from([
+HOSTILE_VALUES = [
     "NaN", "Infinity", "-Infinity", "1e999", str(2 ** 64), str(-(2 ** 70)), "1" * 400, '"\\ud800"', '"a\\udcffb"',
     '"\\u001b[2J\\u0007\\r"', json.dumps("x" * 70_000), "[]", "{}", "[1, 2]", '{"a": 1}', "null", "true", "0",
     "-1", "1.5", '""', '"end"', '"step"', nested(40), nested(3000), '{"k": ' * 50 + "0" + "}" * 50,
-])
+    # Finite numbers no clock can show as a time (a time of day, a date): the end of the old progress line.
+    "1e300", "-1e300", "1e18", str(2 ** 62), "4102444800", "253402300800", "-0.0", "5e-324",
+]
+HOSTILE = st.sampled_from(HOSTILE_VALUES)
 
 
 def paths_of(value, prefix=(), depth=0):
@@ -224,9 +234,11 @@ TRAIN_SPEC = RunSpec(workload="train", steps=40, warmup=5, batch_sizes=(8,))
 INFER_SPEC = RunSpec(workload="infer", batch_sizes=(1, 4), duration=2.0)
 
 
-def stored_run(result: dict, run_id: str) -> StoredRun:
+def stored_run(result: dict, run_id: str, started_at: float | None = None,
+               ended_at: float | None = None) -> StoredRun:
     return StoredRun(run_id=run_id, host=str(result.get("host")), status=result["status"],
-                     spec=result.get("spec") or {}, created_at=0.0, env=result.get("env"), result=result)
+                     spec=result.get("spec") or {}, created_at=0.0, env=result.get("env"), result=result,
+                     started_at=started_at, ended_at=ended_at)
 
 
 def read_everywhere(event: dict, original: dict, specs=(TRAIN_SPEC, INFER_SPEC)) -> None:
@@ -236,7 +248,15 @@ def read_everywhere(event: dict, original: dict, specs=(TRAIN_SPEC, INFER_SPEC))
         printer(event)
         assert_printable(printer.stream.getvalue())
         LiveRunState("fuzzed", spec).apply(event)
+    read_by_type(event, original)
+
+
+def read_by_type(event: dict, original: dict) -> None:
+    """The readers of one type of event past the progress line and the live view: the monitor screen,
+    telemetry, the host's environment, cost, the run's summaries and History row, compare and the report."""
     if event["type"] == "sample":
+        for width in (100, 40):
+            assert_printable("\n".join(screen_lines(event, "fuzzed", width)))
         utilisation_series(downsample([event, original]))
     elif event["type"] == "probe":
         assert_printable(format_env("fuzzed", event["env"]))
@@ -247,13 +267,20 @@ def read_everywhere(event: dict, original: dict, specs=(TRAIN_SPEC, INFER_SPEC))
         apply_cost(result, BOOK)
         assert_printable(format_result(result))
         aggregate_repeats([result, result])
-        run = stored_run(result, "a")
-        assert_printable(format_run_detail(run, 0, None) + format_run_list([run]))
-        try:
-            doc = compare_runs([run, stored_run(dict(original["result"], host="b"), "b")], BOOK)
-        except CompareError:
-            return  # e.g. no run has a figure to compare: one sentence (reporting.py turns it into the CLI's)
-        summary(doc)
+        read_stored(stored_run(result, "a"), stored_run(dict(original["result"], host="b"), "b"))
+
+
+def read_stored(run: StoredRun, other: StoredRun) -> None:
+    """A stored run as History, `runs show`, compare and the report read it (its times come from events' t)."""
+    assert_printable(format_run_detail(run, 0, None) + format_run_list([run]))
+    for column, (text, _sort) in zip(COLUMNS, runs_table_cells(run), strict=True):
+        assert_printable(text + RunsTableModel._tooltip(run, column))
+    try:
+        doc = compare_runs([run, other], BOOK)
+    except CompareError:
+        return  # e.g. no run has a figure to compare: one sentence (reporting.py turns it into the CLI's)
+    summary(doc)
+    json.dumps(build_report([RunMaterial(run), RunMaterial(other)], doc, "fuzz", run.ended_at or 0.0, []))
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -298,3 +325,98 @@ def test_each_field_given_a_wrong_type_is_refused_or_read_safely(event_type):
                 except ProtocolError:
                     continue
                 read_everywhere(accepted, original, specs=(spec,))
+
+
+# --------------------------------------------------------------------------- 10,000 events, a seeded mutator
+FUZZ_EVENTS = 10_000
+FUZZ_SEED = 23  # the same 10,000 events every run: a failure names the line, and it comes back
+STREAMS = {path.name: [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+           for path in sorted((DATA / "runs").glob("*.jsonl"))}
+# Times as a host's clock (or a hostile host) could send them: past 2100, before 1970, no time at all, and
+# the edges of what is kept.  ``time.localtime(1e300)`` raised OverflowError in the old progress line.
+TIME_VALUES = ["1e300", "-1e300", "1.7976931348623157e308", "1e18", str(2 ** 62), str(2 ** 63 - 1), "253402300800",
+               "4102444800", "4102444799.999", "0", "-0.0", "-0.5", "5e-324", "1e-300", '"now"', "null", "true"]
+
+
+def _at(event: dict, path: tuple):
+    for key in path:
+        event = event[key]
+    return event
+
+
+def seeded_mutation(rng: random.Random, event: dict) -> bytes:
+    """One mutation of a real event as the raw line, drawn from ``rng``: mostly times (``t`` or any number),
+    else any field set to a hostile value, deleted, the type changed, the line cut, or garbage bytes."""
+    event = json.loads(json.dumps(event))
+    kind = rng.choice(["time", "time", "time", "set", "set", "delete", "type", "cut", "garbage"])
+    line = json.dumps(event, separators=(",", ":"))
+    if kind == "cut":
+        return line.encode()[: rng.randint(1, max(1, len(line) - 1))]
+    if kind == "garbage":
+        return bytes(rng.randrange(256) for _ in range(rng.randint(1, 60))).replace(b"\n", b" ")
+    paths = list(paths_of(event))
+    if kind == "time":
+        numbers = [p for p in paths if type(_at(event, p)) in (int, float)]
+        path, value = rng.choice([("t",), ("t",), *numbers]), rng.choice(TIME_VALUES)
+    elif kind == "type":
+        path, value = ("type",), rng.choice(HOSTILE_VALUES)
+    else:
+        path, value = rng.choice(paths), rng.choice(HOSTILE_VALUES)
+    parent = _at(event, path[:-1])
+    if kind == "delete":
+        del parent[path[-1]]
+        return json.dumps(event).encode()
+    parent[path[-1]] = PLACEHOLDER
+    return json.dumps(event).replace(json.dumps(PLACEHOLDER), value, 1).encode()
+
+
+def test_ten_thousand_mutated_real_events_end_no_printer_and_no_stream():
+    """Every recorded stream, about half its lines mutated, until 10,000 mutated events: each line the CLI
+    decodes goes on through the progress line, the live view and every reader of its type, one printer and
+    one live view per stream as `neuronbench run` and the app keep them; the stored run built from the
+    stream's times goes through `runs list`/`runs show`, History's row, compare and the report.  Nothing
+    may raise: a refused line is counted (the session says how many), every other one is shown."""
+    rng = random.Random(FUZZ_SEED)
+    counts: Counter = Counter()
+    failures: list[str] = []
+
+    def safely(what: str, line: bytes, read) -> None:
+        try:
+            read()
+        except Exception as exc:
+            failures.append(f"{what} on {line[:300]!r}: {exc!r}\n{traceback.format_exc(limit=-3)}")
+
+    while counts["mutated"] < FUZZ_EVENTS:
+        name = rng.choice(sorted(STREAMS))
+        events = STREAMS[name]
+        result_event = next((e for e in events if e["type"] == "result"), None)
+        spec = INFER_SPEC if (result_event or {}).get("result", {}).get("workload") == "infer" else TRAIN_SPEC
+        printer = ProgressPrinter("fuzzed", spec, stream=io.StringIO())
+        view = LiveRunState("fuzzed", spec)
+        times, last_result = [], None
+        for original in events:
+            mutate = rng.random() < 0.5
+            line = seeded_mutation(rng, original) if mutate else json.dumps(original).encode()
+            counts["mutated"] += mutate
+            try:
+                event = decode(line)
+            except ProtocolError:
+                counts["refused"] += 1
+                continue
+            counts["handled"] += 1
+            times.append(event["t"])
+            safely("the progress line", line, lambda: printer(event))  # noqa: B023 - called at once
+            safely("the live view", line, lambda: view.apply(event))  # noqa: B023
+            safely(f"the readers of a {event['type']} event", line,
+                   lambda: read_by_type(event, original))  # noqa: B023
+            if event["type"] == "result":
+                last_result = event["result"]
+        assert_printable(printer.stream.getvalue())
+        if last_result is not None and result_event is not None:
+            run = stored_run(dict(last_result, host="fuzzed"), "a", min(times), max(times))
+            other = stored_run(dict(result_event["result"], host="b"), "b")
+            safely(f"the stored run of {name}", b"(its times)", lambda: read_stored(run, other))  # noqa: B023
+        counts["streams"] += 1
+
+    assert not failures, f"{len(failures)} uncaught of {counts}:\n" + "\n".join(failures[:3])
+    assert counts["refused"] > 1000 and counts["handled"] > FUZZ_EVENTS, counts  # both paths were exercised

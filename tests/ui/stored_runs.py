@@ -9,7 +9,8 @@ so each run is priced from the shipped price book:
 * ``train_inf2``: the same training at batch 4 on "inf2-box" (inf2.xlarge)
 * ``infer_inf2``: a traced-inference sweep at batch 1 and 2 on "inf2-box"
 
-Recorded once per session; tests that change the store work on a copy (``copy_store``).
+Recorded once per session (once for all xdist workers: tests/session_cache.py); tests that change the
+store work on a copy (``copy_store``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from app.services.recorder import run_recorded
 from app.services.store import RunStore
 from app.services.transport import LocalTransport
 from remote_agent.protocol import RunSpec
+from tests.session_cache import built_once, private_copy
 
 TINY = {"model": "vit_tiny_patch16_224", "model_args": dict(TINY_VIT_ARGS), "backend": "cpu", "workers": 0}
 
@@ -68,7 +70,17 @@ def record_tiny_runs(paths: AppPaths) -> StoredRuns:
 
 @pytest.fixture(scope="session")
 def stored_runs(tmp_path_factory) -> StoredRuns:
-    return record_tiny_runs(AppPaths.resolve(tmp_path_factory.mktemp("stored-runs")))
+    """Recorded once for the whole session, whatever the number of xdist workers (tests/session_cache.py);
+    each worker reads its own copy of the data folder, so a test that writes to it (a setting, a host)
+    never sees another worker's writes."""
+
+    def record(folder: Path) -> dict:
+        runs = record_tiny_runs(AppPaths.resolve(folder / "data"))
+        return {"train_trn1": runs.train_trn1, "train_inf2": runs.train_inf2, "infer_inf2": runs.infer_inf2}
+
+    folder, results = built_once(tmp_path_factory, "stored-runs", record)
+    mine = private_copy(folder / "data", tmp_path_factory.mktemp("stored-runs") / "data")
+    return StoredRuns(AppPaths.resolve(mine), **results)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import pytest
 
 from app.core.numbers import figure, usd
 from app.services.store import RunStore
-from app.ui.views.compare_view import COLUMNS, CompareView
+from app.ui.views.compare_view import COLUMNS, MONITOR, CompareView
 from tests.ui.stored_runs import train_spec
 from tests.ui.views_helpers import bridge, show  # noqa: F401
 
@@ -151,3 +151,20 @@ def test_a_hostile_instance_type_and_host_reach_the_table_escaped_and_short(view
                 assert not any(c in text for c in "\x1b\x07\r\n"), (COLUMNS[col], text[:80])
                 assert len(text) < 2_200, COLUMNS[col]
         assert view.table.item(row, host).toolTip().startswith("\\x1b[2J\\x07trn1\\r\\nxxx")
+
+
+def test_the_empty_view_has_no_column_no_run_has_and_no_axes(view, qtbot, stored_runs):
+    monitor = COLUMNS.index(MONITOR)
+    header = view.table.horizontalHeader()
+
+    def whole_headers() -> bool:  # every shown header as wide as its text needs: none elided
+        return all(view.table.columnWidth(col) >= header.sectionSizeHint(col) for col in range(len(COLUMNS))
+                   if not view.table.isColumnHidden(col))
+
+    assert view.summary.text() == "Select runs in the history and press Compare."
+    assert view.table.isColumnHidden(monitor) and not view.charts_panel.isVisible() and whole_headers()
+    compared(qtbot, view, [stored_runs.train_trn1["run_id"], stored_runs.train_inf2["run_id"]])
+    assert view.charts_panel.isVisible() and view.table.isColumnHidden(monitor)  # CPU runs: no neuron-monitor
+    view.set_runs([])  # back to no runs: the same empty state, not the last comparison's axes
+    assert view.table.rowCount() == 0 and not view.charts_panel.isVisible() and view.table.isColumnHidden(monitor)
+    assert whole_headers()

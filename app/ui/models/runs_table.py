@@ -1,12 +1,12 @@
 """The run store's runs as a table model: one row per run, display text plus a value to sort by."""
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QPixmap
 
+from app.core.clock_text import local_time_text
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_FROM_PROFILE, type_from_label
 from app.core.model_text import model_label, model_tooltip
 from app.core.numbers import figure
@@ -94,9 +94,7 @@ def instance_tooltip(run: StoredRun) -> str:
 
 
 def started_text(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    return _dt.datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M:%S")
+    return local_time_text(seconds, "%Y-%m-%d %H:%M:%S", missing="")
 
 
 def model_text(run: StoredRun) -> str:

@@ -183,6 +183,8 @@ class CompareView(QWidget):
         self.table.setAlternatingRowColors(True)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setColumnHidden(COLUMNS.index(MONITOR), True)  # until a compared run has the figure
+        self.table.resizeColumnsToContents()  # whole headers, not elided ones, before any run is compared
 
         self.charts = pg.GraphicsLayoutWidget()
         style_layout(self.charts, pal)
@@ -219,6 +221,9 @@ class CompareView(QWidget):
         charts_layout.setContentsMargins(0, 0, 0, 0)
         charts_layout.addWidget(self.charts, 1)
         charts_layout.addWidget(self.legend)
+        # No axes without runs: the charts appear with the first comparison and go with the last.
+        self.charts_panel = charts
+        charts.setVisible(False)
         self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)
         splitter.addWidget(charts)
@@ -274,6 +279,7 @@ class CompareView(QWidget):
         self._fill_baselines(comparison.doc)
         self._show_summary(comparison.doc)
         self._fill_table(comparison.doc)
+        self.charts_panel.setVisible(True)
         self._draw(comparison.doc)
         self.job_box.show_doc(comparison.doc)
         market = dict(MARKETS)[comparison.doc["market"]].lower()
@@ -292,6 +298,9 @@ class CompareView(QWidget):
         self.doc = None
         self.summary.setText(html.escape(summary))
         self.table.setRowCount(0)
+        self.table.setColumnHidden(COLUMNS.index(MONITOR), True)
+        self.table.resizeColumnsToContents()
+        self.charts_panel.setVisible(False)
         for plot in self.plots:
             plot.clear()
         self.throughput_bars.clear()
