@@ -56,3 +56,39 @@ def test_the_newest_usable_venv_is_picked_and_the_others_named(tmp_path, monkeyp
     # On an Inf2, the XLA venv is the one to use.
     inf2 = describe_stack(dict(env, instance_type="inf2.xlarge"))
     assert inf2["venv"] == str(xla) and inf2["other_venvs"] == [str(native)]
+
+
+def _pyenv_python(version: str) -> str | None:
+    import glob
+    import os
+    import shutil
+    import subprocess
+
+    wanted = tuple(int(part) for part in version.split("."))
+    candidates = [shutil.which(f"python{version}") or ""]
+    candidates += sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}")))
+    for path in candidates:
+        if path and subprocess.run([path, "-c", f"import sys; assert sys.version_info[:2] == {wanted!r}"],
+                                   capture_output=True, check=False).returncode == 0:
+            return path
+    return None
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_the_agent_probes_on_the_python_of_an_sdk_233_host(version, tmp_path, monkeypatch):
+    """SDK 2.33's TorchNeuron wheels are for Python 3.12+: the agent itself must run there and find the venv."""
+    import os
+
+    from tests.agent.test_probe import probe_in_subprocess
+
+    python = _pyenv_python(version)
+    if python is None:
+        pytest.skip(f"no Python {version} interpreter on this machine")
+    root = tmp_path / "opt"
+    native = make_venv(root, "aws_neuronx_venv_torch_neuronx_2_14_0", {"torch-neuronx": "2.14.3.0.1",
+                                                                       "torch": "2.14.0"}, py=f"python{version}")
+    monkeypatch.setenv("NEURONBENCH_NEURON_VENV_GLOB", f"{root}/aws_neuronx_venv_torch_neuronx_*")
+    env = probe_in_subprocess(python, "-s", env=dict(os.environ))
+    assert env["python"]["version"].startswith(version + ".")
+    detail = env["neuron_stack_detail"]
+    assert detail["venv"] == str(native) and detail["venv_stack"] == "native"
