@@ -185,6 +185,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     path.with_suffix(".tmp").replace(path)
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (-p no:xdist) nothing to do
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.getvalue("dist") != "loadgroup":
         return None
