@@ -1,6 +1,7 @@
 """Live progress on stderr: phase lines and a redrawn bar with an ETA."""
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from typing import Any, TextIO
@@ -22,7 +23,7 @@ def _bar(fraction: float) -> str:
 
 
 def _eta(seconds: float | None) -> str:
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):  # a step time past any clock gives no ETA, not a crash
         return "ETA --"
     seconds = int(round(seconds))
     return f"ETA {seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"ETA {seconds}s"

@@ -81,8 +81,8 @@ def test_compare_prices_the_users_whole_job_and_refuses_a_bad_size_in_one_senten
                            (("--job-epochs", "3"), "a job given in epochs needs both --job-epochs E and "
                                                    "--dataset-samples N"),
                            (("--job-requests", "1000", *ids["trn1_train"][:1]),
-                            "--job-requests sizes an inference job, but none of the runs compared is an "
-                            "inference run")):
+                            "--job-requests sizes an inference or generate job, but none of the runs compared is "
+                            "an inference or generate run")):
         target = list(args[2:]) or runs
         bad = run_cli("compare", *target, *args[:2])
         assert bad.code != 0 and bad.stderr.count("\n") == 1, bad.stderr
