@@ -22,7 +22,7 @@ app-system-packages: $(APP_STAMP)
 
 # In parallel (docs/development.md): most tests wait on processes (sshd, agents, compiles), so more workers
 # than CPUs; tests that share an expensive fixture run on one worker (--dist loadgroup, tests/conftest.py).
-TEST_WORKERS ?= 6
+TEST_WORKERS ?= 4
 test: $(TEST_STAMP) system-packages native-venv
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
