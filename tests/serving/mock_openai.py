@@ -82,13 +82,21 @@ class Handler(BaseHTTPRequestHandler):
         with s.lock:
             s.in_flight += 1
             s.most_in_flight = max(s.most_in_flight, s.in_flight)
+        self._counted = True
         try:
             self._stream(body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client read [DONE] and closed before the chunked body's last empty chunk: that is fine
         finally:
-            with s.lock:
-                s.in_flight -= 1
+            self._leave()
+
+    def _leave(self) -> None:
+        # A request stops counting as in flight before its [DONE] goes out: the client may send its next
+        # request the moment it reads [DONE], and counting until this thread's own cleanup would see c + 1.
+        if getattr(self, "_counted", False):
+            self._counted = False
+            with self.settings.lock:
+                self.settings.in_flight -= 1
 
     def _chunk(self, payload: Any) -> None:
         data = ("data: %s\n\n" % (payload if isinstance(payload, str) else json.dumps(payload))).encode()
@@ -131,6 +139,7 @@ class Handler(BaseHTTPRequestHandler):
             tokens = count_tokens(str(prompt)) or len(str(prompt).split())
             self._chunk({"choices": [], "usage": {"prompt_tokens": tokens, "completion_tokens": count,
                                                   "total_tokens": tokens + count}})
+        self._leave()
         self._chunk("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
