@@ -33,7 +33,7 @@ from app.core.cost import (
 from app.core.job_cost import JobSize, attach_jobs
 from app.core.llm_results import FIGURE_KEYS, empty_figures, generate_points, llm_cost, llm_figures
 from app.core.pricebook import MARKETS, Price, PriceBook
-from app.core.runrecord import StoredRun
+from app.core.runrecord import StoredRun, served_model
 from app.core.scaling import scaling_rows
 from app.core.serve_results import serve_rows
 from remote_agent.stats import bootstrap_ci, intervals_overlap, percentile
@@ -66,10 +66,9 @@ def model_signature(result: dict[str, Any]) -> str:
     spec = result.get("spec") or {}
     args = spec.get("model_args") or {}
     text = str(spec.get("model") or "?")
-    if result.get("workload") == "serve" and (spec.get("endpoint") or spec.get("server_cmd")) \
-            and not text.startswith("hf:"):
+    if not text.startswith("hf:"):
         # A running server or the user's own command: the model is what the server said it serves.
-        text = str(((result.get("serve") or {}).get("server") or {}).get("model") or text)
+        text = served_model(spec, result) or text
     task = spec.get("task") or ("causal-lm" if spec.get("workload") == "generate" else "")  # generate's default
     if task:
         text += f" [{task}]"

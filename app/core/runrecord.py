@@ -12,6 +12,18 @@ FINGERPRINT_KEYS = ("instance_type", "region", "python", "torch", "torch_xla", "
                     "neuron_sdk", "timm", "torchvision", "transformers", "cpu", "devices")
 
 
+def served_model(spec: dict[str, Any], result: dict[str, Any] | None) -> str | None:
+    """The model a serve run against a running server (``--endpoint``) or the user's own command measured.
+
+    The spec's ``model`` there is only what the user named, or the form's default when they named none:
+    the server says what it serves (``/v1/models``, kept in the Result).  None for every other run.
+    """
+    if spec.get("workload") != "serve" or not (spec.get("endpoint") or spec.get("server_cmd")):
+        return None
+    served = (((result or {}).get("serve") or {}).get("server") or {}).get("model")
+    return str(served) if served else None
+
+
 @dataclass
 class StoredRun:
     """One row of the run store.  ``result`` is None until the run finished (or for an unfinished run)."""

@@ -29,7 +29,7 @@ from typing import Any
 from app.core.errors import NeuronBenchError
 from app.core.quoting import quoted
 from app.core.run_ref import MIN_PREFIX, check_run_ref, prefix_too_short
-from app.core.runrecord import StoredRun
+from app.core.runrecord import StoredRun, served_model
 from app.core.telemetry import DEFAULT_BUCKET_S, Bucketer, bucket_start, downsample
 from remote_agent.protocol import check_run_id
 
@@ -402,9 +402,12 @@ class RunStore:
             with self._write() as db:  # keep it: the next reader need not test the lock again
                 db.execute("UPDATE runs SET status = 'unfinished' WHERE run_id = ? AND status = 'running'",
                            (run_id,))
-        return StoredRun(run_id=run_id, host=host, status=status, spec=_loads(spec), created_at=created,
+        spec, result = _loads(spec), _loads(result)
+        if workload == "serve" and not str(model or "").startswith("hf:"):
+            model = served_model(spec or {}, result) or model  # what the endpoint served, not the form's default
+        return StoredRun(run_id=run_id, host=host, status=status, spec=spec, created_at=created,
                          workload=workload, model=model, started_at=started, ended_at=ended, updated_at=updated,
-                         env=_loads(env), result=_loads(result), instance_type=itype, declared=_loads(declared))
+                         env=_loads(env), result=result, instance_type=itype, declared=_loads(declared))
 
     def get_run(self, run_id: str) -> StoredRun | None:
         row = self._db().execute(f"SELECT {self._COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()

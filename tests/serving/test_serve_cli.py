@@ -64,6 +64,10 @@ def test_an_endpoint_run_names_the_endpoints_only_model(run_cli):
     serve = json.loads(done.stdout)[0]["serve"]
     assert serve["server"]["model"] == "mock/model" and serve["operating_point"] == "saturation"
     assert serve["levels"][0]["concurrency"] == 2 and serve["levels"][0]["errors"] == 0
+    # The runs list names what the endpoint served, not the form's default model the user never chose.
+    [listed] = json.loads(run_cli("runs", "list", "--json").stdout)["runs"]
+    assert listed["model"] == "mock/model"
+    assert re.search(r"\bmock/model\b", run_cli("runs", "list").stdout)
 
 
 def test_a_failed_server_start_is_one_sentence_a_nonzero_exit_and_a_stored_failed_run(run_cli):
