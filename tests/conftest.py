@@ -194,9 +194,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     base = config._tmp_path_factory.getbasetemp()
 
     class GroupScheduling(LoadScopeScheduling):
-        """--dist loadgroup with the groups the workers wrote (see above); every other test on its own."""
+        """--dist loadgroup with the groups the workers wrote (see above); every other test on its own.
+
+        Units go out longest first (by tests/durations.json): a 2-minute test handed out last would run
+        alone at the end while the other workers sit idle.
+        """
 
         _groups: dict[str, str] | None = None
+        _ordered = False
 
         def _split_scope(self, nodeid: str) -> str:
             if self._groups is None:
@@ -205,7 +210,53 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
                     self._groups.update(json.loads(path.read_text()))
             return self._groups.get(nodeid, nodeid)
 
+        def _assign_work_unit(self, node) -> None:
+            if not self._ordered:
+                self._ordered = True
+                cost = expected_seconds(recorded_durations())
+                units = sorted(self.workqueue.items(), key=lambda unit: -sum(map(cost, unit[1])))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
     return GroupScheduling(config, log)
+
+
+# ------------------------------------------------------------------ each test's duration, for the scheduler
+# tests/durations.json holds each test's seconds (setup + call + teardown) from a whole run on this 2-vCPU
+# machine; `--record-durations PATH` writes a fresh one (docs/development.md).  A test not in it counts as the
+# median: new tests need no entry, only a slow new one is worth recording.
+DURATIONS = REPO / "tests" / "durations.json"
+_DURATIONS: dict[str, float] = {}
+
+
+def recorded_durations() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(DURATIONS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def expected_seconds(known: dict[str, float]):
+    values = sorted(known.values())
+    default = values[len(values) // 2] if values else 1.0
+    return lambda nodeid: known.get(nodeid, default)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--record-durations", metavar="PATH", default=None,
+                     help="write each test's seconds (setup + call + teardown) to PATH as JSON "
+                          "(tests/durations.json orders the parallel run, longest first)")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    path = session.config.getoption("--record-durations")
+    if path and not os.environ.get("PYTEST_XDIST_WORKER") and _DURATIONS:
+        Path(path).write_text(json.dumps({k: round(v, 2) for k, v in sorted(_DURATIONS.items())}, indent=0) + "\n")
 
 
 # ------------------------------------------------------------------ CPU per test, beside --durations

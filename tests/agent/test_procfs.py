@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from remote_agent.monitor.procfs import (
     ProcfsSource,
@@ -48,6 +49,12 @@ def test_process_stat_survives_odd_command_names_and_skips_zombies():
     assert descendants(10, table, exclude=[13]) == {11, 12}  # a tool and everything under it
 
 
+def _cpu_seconds_of(pid: int) -> float:
+    """utime + stime of one process, read from /proc as the kernel counts them."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_a_busy_child_process_shows_up_as_cpu_load():
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -55,20 +62,30 @@ def test_a_busy_child_process_shows_up_as_cpu_load():
         time.sleep(0.5)  # past the children's interpreter start-up, which is CPU work of its own
         tree = ProcfsSource(root_pid=os.getpid())
         only_idle = ProcfsSource(root_pid=os.getpid(), exclude=lambda: [busy.pid])
+        outer = time.monotonic()
         for source in (tree, only_idle):
             source.start()
-        time.sleep(1.0)  # let both processes run for a while between the two readings
+        inner = _cpu_seconds_of(busy.pid)
+        # Until the busy loop has had a fifth of a CPU-second (a fixed sleep failed on a machine whose other
+        # work left it a tenth of a CPU): the reading is then checked against what the kernel gave it.
+        deadline = time.monotonic() + 60
+        while (_cpu_seconds_of(busy.pid) - inner < 0.2 or time.monotonic() - outer < 1.0) \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        busy_s = _cpu_seconds_of(busy.pid) - inner
         loaded, quiet = tree.read(), only_idle.read()
+        wall = time.monotonic() - outer
     finally:
         for proc in (busy, idle):
             proc.kill()
             proc.wait()
     cpus = os.cpu_count() or 1
-    # The busy loop holds one CPU whenever it gets one: on this shared machine, at least a fifth of it.
-    assert loaded["process"]["cpu_pct"] > 20.0 / cpus
+    # The tree's reading spans at least the busy child's own CPU time measured inside it, over at most `wall`.
+    at_least = 100.0 * busy_s / wall / cpus
+    assert busy_s >= 0.2 and loaded["process"]["cpu_pct"] >= 0.9 * at_least > 0
     assert loaded["process"]["pids"] == 2 and loaded["process"]["rss"] > 1024 * 1024
     assert quiet["process"]["cpu_pct"] < 5.0 / cpus and quiet["process"]["pids"] == 1
-    assert loaded["host"]["cpu_pct"] > 20.0 / cpus
+    assert loaded["host"]["cpu_pct"] >= 0.9 * at_least
     assert len(loaded["host"]["cpu_per_core_pct"]) == cpus
     assert 0 < loaded["host"]["mem_used"] < loaded["host"]["mem_total"]
 
