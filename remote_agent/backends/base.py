@@ -23,7 +23,13 @@ class Backend:
         """Raise BackendUnavailable if this backend cannot run here."""
 
     def setup_env(self) -> None:
-        """Set environment variables that must exist before the device library loads."""
+        """Set environment variables that must exist before the device library loads.
+
+        Eager backends (cpu, cuda): where torch-xla is installed too (a Neuron XLA venv, a TPU image),
+        transformers and accelerate import it at their own import unless USE_TORCH_XLA is off: some
+        5 CPU-seconds and torch-xla's runtime in a process that never uses it.  Both read that variable.
+        """
+        os.environ.setdefault("USE_TORCH_XLA", "0")
 
     def describe(self) -> Dict[str, Any]:
         """What actually ran: device name, library versions (goes into the result)."""

@@ -156,7 +156,10 @@ class Serve:
             argv = server_argv.transformers_argv(sys.executable, port, device)
             self.about.update(server="transformers", argv=argv, model_folder=folder, device=device,
                               api="chat (transformers serve 4.56 has no /v1/completions)")
-            self._launch(argv, port, log_path, {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+            # USE_TORCH_XLA off: transformers serve runs on cpu or cuda, and with it on, transformers and
+            # accelerate import torch-xla wherever it is installed (backends/base.py says what that costs).
+            self._launch(argv, port, log_path, {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                                                "USE_TORCH_XLA": os.environ.get("USE_TORCH_XLA", "0")})
             return (Endpoint("127.0.0.1", port, folder, "chat", "transformers"), Prompts(spec.seed, vocab))
         from remote_agent.probe import collect_env
 
