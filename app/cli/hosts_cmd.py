@@ -82,7 +82,8 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     test.add_argument("--install", type=_libraries, default=(), metavar="LIB[,LIB]",
                       help=f"the model libraries to pip-install on the host if they are missing there "
                            f"({', '.join(MODEL_LIBRARIES)}, or all), into ~/.cache/neuronbench/site, for the agent "
-                           f"only; torchvision is the build for the host's torch; the host needs internet")
+                           f"only; torchvision is the build for the host's torch, optimum-neuron (generate on the "
+                           f"Neuron SDK <= 2.31 stack) the release for its torch-neuronx; the host needs internet")
     test.add_argument("--install-timm", choices=(TIMM_FROM_PYPI, TIMM_FROM_WHEEL),
                       help="if timm is missing there: pip-install it on the host (pypi) or upload the wheel this "
                            "app carries (wheel, no internet needed); either goes to ~/.cache/neuronbench/site, for "

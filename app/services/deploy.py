@@ -28,6 +28,7 @@ from app.services.agent_bundle import AgentBundle
 from app.services.remote_exec import run_command
 from app.services.remote_space import disk_full_error, low_space_error
 from app.services.remote_upload import upload_file
+from remote_agent.neuron_stack import classify
 
 MIN_PYTHON = (3, 8)
 # As remote_agent/probe/packages.py DEFAULT_VENV_GLOB: the Neuron DLAMI's PyTorch venvs.
@@ -35,10 +36,18 @@ MIN_PYTHON = (3, 8)
 NEURON_VENV_GLOB = "/opt/aws_neuronx_venv_pytorch_* /opt/aws_neuronx_venv_torch_neuronx_*"
 # The libraries a model source may need (remote_agent/workloads/sources), in the order they are offered:
 # timm imports torchvision, so torchvision comes first.
-MODEL_LIBRARIES = ("torchvision", "timm", "transformers")
+# optimum-neuron is not a model source's but the neuron backend's generation path on the XLA-era Neuron SDK
+# (<= 2.31): host_libraries offers it for generate runs there, and it counts as missing only on such a host.
+OPTIMUM_NEURON = "optimum-neuron"
+MODEL_LIBRARIES = ("torchvision", "timm", "transformers", OPTIMUM_NEURON)
+# The module each library is looked for as (the rest: their own name).
+_MODULES = {OPTIMUM_NEURON: "optimum.neuron"}
+# What a remembered setup holds (ssh_transport keys its memory with it): 2 added torch-neuronx and the devices,
+# without which a setup remembered before could never say that optimum-neuron is missing.
+SETUP_FORMAT = 2
 
 # POSIX sh, one line (no user text inside: the Python preference, file name and glob come as $1..$3, the
-# library names as $5).
+# module names as $5).
 _INSPECT_SH = (
     'py="$1"; cache="${XDG_CACHE_HOME:-$HOME/.cache}/neuronbench"; '
     'if [ -z "$py" ]; then for d in $(ls -d $3 2>/dev/null | sort -rV 2>/dev/null); do '
@@ -51,18 +60,26 @@ _INSPECT_SH = (
 )
 # Prints the version before anything a Python 2 or 3.7 would choke on, so an old Python is named, not a crash.
 # The libraries are looked for as the agent sees them (its private site appended); torch's and pip's versions
-# come from their metadata (no import: importing torch takes seconds).  Last, the free space on the disk of the
-# agent's folder (its nearest existing parent), for the pre-flight (remote_space).
+# come from their metadata (no import: importing torch takes seconds), and torch-neuronx's (which Neuron stack:
+# remote_agent/neuron_stack) with whether a Neuron device is there (the agent's glob, NEURONBENCH_NEURON_DEVICE_GLOB
+# as remote_agent/probe/neuron reads it).  A dotted module (optimum.neuron) is missing when its parent is.  Last,
+# the free space on the disk of the agent's folder (its nearest existing parent), for the pre-flight (remote_space).
 _INSPECT_PY = (
     'import sys;v=sys.version_info;'
     'sys.stdout.write("nb-version=%d.%d.%d\\nnb-executable=%s\\n" % (v[0], v[1], v[2], sys.executable));'
-    'sys.stdout.flush();sys.path.append(sys.argv[1]);import importlib.util as u;'
-    'sys.stdout.write("nb-missing-libs=%s\\n" % ",".join(n for n in sys.argv[2].split() if u.find_spec(n) is None));'
+    'sys.stdout.flush();sys.path.append(sys.argv[1]);import importlib.util as u\n'
+    'def f(n):\n'
+    ' try: return u.find_spec(n) is not None\n'
+    ' except Exception: return False\n'
+    'sys.stdout.write("nb-missing-libs=%s\\n" % ",".join(n for n in sys.argv[2].split() if not f(n)))\n'
     'from importlib import metadata as m\n'
-    'for n in ("torch", "pip"):\n'
+    'for n in ("torch", "pip", "torch-neuronx"):\n'
     ' try: sys.stdout.write("nb-%s=%s\\n" % (n, m.version(n)))\n'
     ' except Exception: pass\n'
-    'import os\np = os.path.dirname(os.path.abspath(sys.argv[1]))\n'
+    'import glob, os\n'
+    'sys.stdout.write("nb-neuron-devices=%d\\n" % len(glob.glob(os.environ.get("NEURONBENCH_NEURON_DEVICE_GLOB") '
+    'or "/dev/neuron*")))\n'
+    'p = os.path.dirname(os.path.abspath(sys.argv[1]))\n'
     'while not os.path.isdir(p) and os.path.dirname(p) != p:\n    p = os.path.dirname(p)\n'
     's = os.statvfs(p)\nsys.stdout.write("nb-free=%d\\n" % (s.f_bavail * s.f_frsize))'
 )
@@ -95,6 +112,8 @@ class RemoteSetup:
     missing: tuple[str, ...] = ()  # the MODEL_LIBRARIES this Python cannot import (the agent's site included)
     torch: str = ""  # torch's version there (its metadata: "2.9.0", or "2.9.0+cpu" from PyTorch's index), "" if none
     pip: str = ""  # pip's version there, "" if it has none
+    torch_neuronx: str = ""  # torch-neuronx's version there, "" if none (2.9.x: the XLA stack, 2.10+: native)
+    neuron_devices: int = 0  # the Neuron device files there (/dev/neuron*)
     upload_via: str = ""  # how the agent went up this time (remote_upload.VIA_*), "" when it was there
 
     def __post_init__(self) -> None:
@@ -127,7 +146,8 @@ def inspect_host(transport: paramiko.Transport, profile: HostProfile, bundle: Ag
                  venv_glob: str = NEURON_VENV_GLOB) -> dict[str, str]:
     """The one remote command: Python choice and version, agent presence, model libraries, torch and pip."""
     result = run_command(transport, ["sh", "-c", _INSPECT_SH, "neuronbench-inspect", profile.python, agent_dir(bundle),
-                                     venv_glob, _INSPECT_PY, " ".join(MODEL_LIBRARIES)])
+                                     venv_glob, _INSPECT_PY,
+                                     " ".join(_MODULES.get(name, name) for name in MODEL_LIBRARIES)])
     found = _parse(result.text())
     if "cache" not in found:
         raise DeployError(f"could not inspect {profile.name}: `sh` did not run there ({result.stderr_line()}); "
@@ -181,7 +201,21 @@ def prepare_host(transport: paramiko.Transport, profile: HostProfile, bundle: Ag
             raise disk_full_error(transport, python, f"{cache}/agent", profile.name, "unpack the agent", 10 * size,
                                   stderr) or DeployError(f"could not unpack the agent on {profile.name}: "
                                                          f"{result.stderr_line()}", detail=stderr)
-    missing = tuple(name for name in found.get("missing-libs", "").split(",") if name in MODEL_LIBRARIES)
+    modules = found.get("missing-libs", "").split(",")
+    missing = tuple(name for name in MODEL_LIBRARIES if _MODULES.get(name, name) in modules)
+    neuronx, devices = found.get("torch-neuronx", ""), int(found.get("neuron-devices", "0") or 0)
+    if OPTIMUM_NEURON in missing and not needs_optimum_neuron(neuronx, devices):
+        missing = tuple(name for name in missing if name != OPTIMUM_NEURON)  # not this host's generation path
     return RemoteSetup(python=python, python_version=found["version"], cache_dir=cache, agent_path=agent_path,
                        uploaded=bool(via), missing=missing, torch=found.get("torch", ""), pip=found.get("pip", ""),
-                       upload_via=via)
+                       torch_neuronx=neuronx, neuron_devices=devices, upload_via=via)
+
+
+def needs_optimum_neuron(torch_neuronx: str, neuron_devices: int) -> bool:
+    """Whether the backend neuron generates through optimum-neuron on a Python with this torch-neuronx.
+
+    Only the XLA stack does (torch-neuronx 2.9, SDK <= 2.31); TorchNeuron (native) generates with
+    transformers on its ``neuron`` device.  Without a Neuron device neither runs there (``--backend auto``
+    picks another backend, ``--backend neuron`` is refused by the agent for that), so nothing is offered.
+    """
+    return classify("", torch_neuronx, "")[0] == "xla" and neuron_devices > 0

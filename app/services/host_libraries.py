@@ -21,8 +21,19 @@ and nothing of the host's Python changes, so no root, no venv write access and n
   (``download.pytorch.org/whl/cpu``), for the matching build.
 - **transformers** is pure Python but needs tokenizers, safetensors and regex, which
   are compiled per platform, so no wheel set is carried: the host needs internet.
+- **optimum-neuron** is not a model source's library but the neuron backend's generation
+  path on the XLA-era Neuron SDK (<= 2.31): a ``generate`` run on backend neuron (or auto,
+  where a Neuron device is) needs it when the host's Python has that stack (deploy says
+  which, from torch-neuronx's version; TorchNeuron, SDK 2.33, generates without it).  That
+  Python is the Neuron venv's (deploy picks it, and the agent and every process it starts run
+  on it, each appending the private site to ``sys.path``; children spawned by multiprocessing
+  get their parent's ``sys.path``), so the agent's private site reaches the generation: it goes
+  there like the others, never into the venv, which is the Neuron SDK's and may be root's.  Not
+  through PYTHONPATH either: that comes before the venv's own packages and could shadow them.  pip is asked for
+  ``optimum-neuron[neuronx]`` with the venv's own ``torch`` and ``torch-neuronx`` pinned, from
+  PyPI and Neuron's index, so it picks the optimum-neuron release made for that SDK.
 
-For torchvision and transformers pip first plans against the host's installed
+For torchvision, transformers and optimum-neuron pip first plans against the host's installed
 packages (``pip install --dry-run --report``, pip 22.2 or newer), then installs just
 the planned distributions with ``--no-deps --target``.  A planned package that the
 host already has in another version is refused in one sentence: the host's copy
@@ -41,7 +52,7 @@ import paramiko
 
 from app.core.errors import DeployError
 from app.core.hosts import HostProfile
-from app.services.deploy import MODEL_LIBRARIES, RemoteSetup
+from app.services.deploy import MODEL_LIBRARIES, OPTIMUM_NEURON, RemoteSetup
 from app.services.remote_exec import CommandResult, run_command
 from app.services.remote_upload import upload_file
 from app.services.ssh_prompts import FROM_PYPI, FROM_WHEEL, InstallOffer, SshPrompts
@@ -53,12 +64,14 @@ Say = Callable[[str], None]
 # What each --model source imports on the host (remote_agent/workloads/sources).
 _NEEDED_BY_SOURCE = {"timm": ("torchvision", "timm"), "torchvision": ("torchvision",), "hf": ("transformers",),
                      "file": ()}
-USED_BY = {"torchvision": "timm: and torchvision: models", "timm": "timm: models", "transformers": "hf: models"}
+USED_BY = {"torchvision": "timm: and torchvision: models", "timm": "timm: models", "transformers": "hf: models",
+           OPTIMUM_NEURON: "generate runs on backend neuron (Neuron SDK 2.31 or older)"}
 # The transformers the agent's hf source is tested with (pyproject's `local` extra pins it), used when this
 # app's own environment has none to copy the version from.
 TRANSFORMERS_VERSION = "4.56.2"
 PIP_PLAN_MIN = (22, 2)  # `pip install --dry-run --report` came in pip 22.2
 PYTORCH_INDEX = "https://download.pytorch.org/whl/"
+NEURON_INDEX = "https://pip.repos.neuron.amazonaws.com"  # torch-neuronx, neuronx-cc, neuronx-distributed
 _PIP_QUIET = ("--quiet", "--no-input", "--disable-pip-version-check")
 _UNPACK_PY = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
 # Ask pip on the host what installing the requirements would add, counting what its Python has (the agent's
@@ -104,8 +117,16 @@ def libraries_for_command(args: Sequence[str], stdin: bytes | None) -> tuple[str
     except ValueError:
         return ()
     spec = request.get("spec", request) if isinstance(request, dict) else None  # a node's run wraps its spec
-    model = spec.get("model") if isinstance(spec, dict) else None
-    return libraries_for_model(model) if isinstance(model, str) else ()
+    if not isinstance(spec, dict):
+        return ()
+    model = spec.get("model")
+    needed = libraries_for_model(model) if isinstance(model, str) else ()
+    if spec.get("workload") == "generate" and spec.get("backend", "auto") in ("neuron", "auto") and \
+            spec.get("neuron_stack") != "native":
+        # Only where the host's Python has the XLA stack and a Neuron device is optimum-neuron ever missing
+        # (deploy.needs_optimum_neuron): elsewhere asking for it costs nothing.
+        needed += (OPTIMUM_NEURON,)
+    return needed
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -154,6 +175,11 @@ def install_offer(setup: RemoteSetup, host: str, library: str, wheels_dir: Path)
         what = (f"the torchvision release made for the host's torch {setup.torch} (pip picks it from torchvision's "
                 f"own requirements, torch is not touched) goes into {site}, for the agent only, from PyPI"
                 f"{' and ' + PYTORCH_INDEX + label if label else ''}; the host needs internet")
+    elif library == OPTIMUM_NEURON:
+        what = (f"the optimum-neuron release made for the host's torch-neuronx {setup.torch_neuronx} and the packages "
+                f"it needs that the Neuron venv lacks go into {site}, for the agent only (the venv is not changed), "
+                f"from PyPI and {NEURON_INDEX}; the host needs internet, and a plan that would replace a package the "
+                f"venv has (torch, torch-neuronx, transformers, ...) is refused")
     else:
         what = (f"transformers {_transformers_version()} and the packages it needs that the host lacks (tokenizers, "
                 f"huggingface_hub, safetensors, regex, ...) go into {site}, for the agent only, from PyPI; the host "
@@ -166,6 +192,9 @@ def missing_sentence(setup: RemoteSetup, host: str, library: str, wheels_dir: Pa
     lacks = f"{USED_BY[library]} need {library}, which {setup.python} on {host} lacks"
     offer = install_offer(setup, host, library, wheels_dir)
     if isinstance(offer, str):
+        if library == OPTIMUM_NEURON:  # e.g. no pip yet: once that is fixed, the same command installs it
+            return (f"{lacks}, and it cannot be installed from here yet: {offer}, then run `neuronbench hosts test "
+                    f"{host} --install {library}` (the host needs internet)")
         return f"{lacks}, and it cannot be installed from here: {offer}"
     if FROM_WHEEL in offer.choices:
         return f"{lacks}: install it with `neuronbench hosts test {host} --install-timm wheel` (no internet needed)"
@@ -222,6 +251,11 @@ def _requirements(setup: RemoteSetup, library: str) -> tuple[list[str], list[str
     if library == "torchvision":
         label = setup.torch.partition("+")[2]  # cpu, cu128, rocm6.4: the PyTorch index the torch came from
         return ["torchvision", f"torch=={setup.torch}"], (["--extra-index-url", PYTORCH_INDEX + label] if label else [])
+    if library == OPTIMUM_NEURON:
+        # The venv's torch and torch-neuronx pinned: pip picks the optimum-neuron whose neuronx extra names them.
+        have = (("torch", setup.torch), ("torch-neuronx", setup.torch_neuronx))
+        pins = [f"{name}=={version}" for name, version in have if version]
+        return [f"{OPTIMUM_NEURON}[neuronx]", *pins], ["--extra-index-url", NEURON_INDEX]
     return [f"transformers=={_transformers_version()}"], []
 
 
@@ -230,20 +264,40 @@ def _pip_failure(result: CommandResult) -> str:
     return line[len("ERROR: "):] if line.startswith("ERROR: ") else line
 
 
+def _shadowed(names: dict[str, tuple[str, str, str, str]]) -> list[tuple[str, str, str]]:
+    """The planned packages the host's Python has in another version, not in the agent's site: (name, new, have)."""
+    return [(name, version, have) for name, version, have, ours in names.values() if have != "-" and ours == "0"]
+
+
+def _neuron_refusal(setup: RemoteSetup, host: str, names: dict[str, tuple[str, str, str, str]]) -> str:
+    """One sentence: optimum-neuron would need other versions of the Neuron venv's packages."""
+    release = names.get(OPTIMUM_NEURON, (OPTIMUM_NEURON, "", "", ""))[1]
+    clash = _shadowed(names)
+    needs = " and ".join(f"{name} {version}" for name, version, _have in clash)
+    has = " and ".join(f"{name} {have}" for name, _version, have in clash)
+    return (f"optimum-neuron{' ' + release if release else ''} needs {needs} but the Neuron venv's {setup.python} on "
+            f"{host} has {has}, and NeuronBench never replaces the Neuron SDK's packages: install the optimum-neuron "
+            f"release made for this SDK (torch-neuronx {setup.torch_neuronx or 'unknown'}) there yourself, or use a "
+            f"Neuron DLAMI venv that ships it")
+
+
 def _install_planned(transport: paramiko.Transport, profile: HostProfile, setup: RemoteSetup, library: str,
                      say: Say) -> None:
     requirements, index = _requirements(setup, library)
     planned = run_command(transport, [setup.python, "-c", _PLAN_PY, setup.site_dir, *_PIP_QUIET, *index,
                                       *requirements], timeout=600)
     if planned.code != 0:
+        where = f"PyPI and {NEURON_INDEX}" if library == OPTIMUM_NEURON else "PyPI"
         raise DeployError(f"pip on {profile.name} found no way to install {library}: {_pip_failure(planned)} "
-                          f"(it needs to reach PyPI from there)", detail=planned.stderr.decode("utf-8", "replace"))
+                          f"(it needs to reach {where} from there)", detail=planned.stderr.decode("utf-8", "replace"))
     plan = [line[len("nb-plan="):].split() for line in planned.text().splitlines() if line.startswith("nb-plan=")]
     names = {re.sub(r"[-_.]+", "-", name).lower(): (name, version, have, ours) for name, version, have, ours in plan}
+    if library == OPTIMUM_NEURON and _shadowed(names):
+        raise DeployError(_neuron_refusal(setup, profile.name, names))
     if "torch" in names:
         raise DeployError(f"pip on {profile.name} would replace torch {setup.torch} to install {library}; "
                           f"NeuronBench does not change the host's torch: install {library} there yourself")
-    shadowed = [(name, version, have) for name, version, have, ours in names.values() if have != "-" and ours == "0"]
+    shadowed = _shadowed(names)
     if shadowed:
         needs = " and ".join(f"{name} {version}" for name, version, _have in shadowed)
         has = " and ".join(f"{name} {have}" for name, _version, have in shadowed)

@@ -23,11 +23,11 @@ TIMM_FROM_WHEEL = FROM_WHEEL
 
 @dataclass(frozen=True)
 class InstallOffer:
-    """A model library is missing for the host's Python: what would be installed, and the ways to do it."""
+    """A library a run needs is missing for the host's Python: what would be installed, and the ways to do it."""
 
     host: str
     python: str
-    library: str                # timm, torchvision or transformers
+    library: str                # timm, torchvision, transformers or optimum-neuron
     choices: tuple[str, ...]    # FROM_PYPI and/or FROM_WHEEL, the default first
     needed_by: str              # the models that need it, e.g. "hf: models"
     what: str                   # one sentence: what goes where, and what the host needs for it (internet)

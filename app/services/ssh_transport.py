@@ -21,7 +21,7 @@ from app.core.errors import ConnectError, DeployError
 from app.core.hosts import HostProfile
 from app.paths import AppPaths
 from app.services.agent_bundle import AgentBundle, agent_argv, ensure_bundle
-from app.services.deploy import NEURON_VENV_GLOB, RemoteSetup, prepare_host
+from app.services.deploy import NEURON_VENV_GLOB, SETUP_FORMAT, RemoteSetup, prepare_host
 from app.services.host_libraries import ensure_libraries, libraries_for_command, missing_sentence
 from app.services.known_hosts import KnownHosts
 from app.services.remote_exec import EXIT_FILE_MISSING, open_command
@@ -177,7 +177,7 @@ class SshTransport(Transport):
 
     def _memory_file(self) -> Path:
         key = json.dumps([self.profile.hostname, self.profile.port, self.profile.user, self.profile.python,
-                          self.profile.proxy_jump, self.venv_glob, self.bundle.name])
+                          self.profile.proxy_jump, self.venv_glob, self.bundle.name, SETUP_FORMAT])
         return self.paths.cache / "hosts" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
 
     def _remembered(self) -> RemoteSetup | None:

@@ -28,8 +28,11 @@ from remote_agent.backends.base import BackendUnavailable
 from remote_agent.backends.generation import Generator, Shape, fixed_length
 
 CACHE_ENV = "NEURONBENCH_NEURON_MODEL_CACHE"
+# A run from the app over SSH is stopped before it starts and offered the install (app/services/host_libraries);
+# this sentence is for the runs that get here: on this computer (--host local), or by hand.
 INSTALL_HINT = ("install it into that Python on the host with `python -m pip install optimum-neuron "
-                "--extra-index-url https://pip.repos.neuron.amazonaws.com` (the Neuron venv of SDK 2.31 or older)")
+                "--extra-index-url https://pip.repos.neuron.amazonaws.com` (the Neuron venv of SDK 2.31 or older), "
+                "or for the agent only from the app with `neuronbench hosts test HOST --install optimum-neuron`")
 
 
 def optimum_neuron_version() -> Optional[str]:

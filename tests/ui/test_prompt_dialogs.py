@@ -49,6 +49,24 @@ def test_the_transformers_offer_names_it_and_what_needs_it_and_leaving_it_answer
     assert answers == [None]
 
 
+def test_the_optimum_neuron_offer_says_what_needs_it_and_where_it_goes(make_window, qtbot, tmp_path):
+    from app.services.host_libraries import install_offer
+    from tests.services.test_optimum_neuron_offer import VENV_PYTHON, setup
+
+    window = make_window()
+    offer = install_offer(setup(), "inf2", "optimum-neuron", tmp_path)
+    thread, answers = ask_on_a_thread(window.prompts.offer_install, offer)
+    qtbot.waitUntil(lambda: window.prompts.dialog is not None and window.prompts.dialog.isVisible())
+    box = window.prompts.dialog
+    assert box.text() == (f"The Python NeuronBench uses on inf2 ({VENV_PYTHON}) has no optimum-neuron, which "
+                          f"generate runs on backend neuron (Neuron SDK 2.31 or older) need.")
+    assert "https://pip.repos.neuron.amazonaws.com" in box.informativeText()
+    assert "the venv is not changed" in box.informativeText()
+    qtbot.mouseClick(box.choice_buttons[FROM_PYPI], Qt.MouseButton.LeftButton)
+    thread.join(10)
+    assert answers == [FROM_PYPI]
+
+
 def test_closing_the_window_answers_a_waiting_question_with_no(make_window, qtbot):
     window = make_window()
     thread, answers = ask_on_a_thread(window.prompts.confirm_host_key, "trn1 (10.0.0.1)", "ssh-ed25519",

@@ -102,7 +102,8 @@ class PassphraseDialog(QDialog):
 
 
 class InstallLibraryDialog(QMessageBox):
-    """A model library (timm, torchvision, transformers) is missing on a host: install it for the agent, or leave it."""
+    """A library a run needs (timm, torchvision, transformers, optimum-neuron) is missing on a host: install it for
+    the agent, or leave it."""
 
     def __init__(self, offer: InstallOffer, parent: QWidget | None = None) -> None:
         super().__init__(QMessageBox.Icon.Question, f"{offer.library} is missing on {offer.host}",
