@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -55,30 +56,41 @@ def _cpu_seconds_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# A parent of its own for the two children: the pytest process's tree also holds what other tests (on this
+# xdist worker) left running, a moto server for one.
+_PARENT = """
+import subprocess, sys, time
+busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(busy.pid, flush=True)
+time.sleep(120)
+"""
+
+
 def test_a_busy_child_process_shows_up_as_cpu_load():
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
     try:
+        busy = int(parent.stdout.readline())
         time.sleep(0.5)  # past the children's interpreter start-up, which is CPU work of its own
-        tree = ProcfsSource(root_pid=os.getpid())
-        only_idle = ProcfsSource(root_pid=os.getpid(), exclude=lambda: [busy.pid])
+        tree = ProcfsSource(root_pid=parent.pid)
+        only_idle = ProcfsSource(root_pid=parent.pid, exclude=lambda: [busy])
         outer = time.monotonic()
         for source in (tree, only_idle):
             source.start()
-        inner = _cpu_seconds_of(busy.pid)
+        inner = _cpu_seconds_of(busy)
         # Until the busy loop has had a fifth of a CPU-second (a fixed sleep failed on a machine whose other
         # work left it a tenth of a CPU): the reading is then checked against what the kernel gave it.
         deadline = time.monotonic() + 60
-        while (_cpu_seconds_of(busy.pid) - inner < 0.2 or time.monotonic() - outer < 1.0) \
+        while (_cpu_seconds_of(busy) - inner < 0.2 or time.monotonic() - outer < 1.0) \
                 and time.monotonic() < deadline:
             time.sleep(0.1)
-        busy_s = _cpu_seconds_of(busy.pid) - inner
+        busy_s = _cpu_seconds_of(busy) - inner
         loaded, quiet = tree.read(), only_idle.read()
         wall = time.monotonic() - outer
     finally:
-        for proc in (busy, idle):
-            proc.kill()
-            proc.wait()
+        os.killpg(parent.pid, signal.SIGKILL)
+        parent.wait()
     cpus = os.cpu_count() or 1
     # The tree's reading spans at least the busy child's own CPU time measured inside it, over at most `wall`.
     at_least = 100.0 * busy_s / wall / cpus
