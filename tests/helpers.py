@@ -27,3 +27,16 @@ def parent_pids() -> dict[int, int]:
                 continue
             parents[int(name)] = int(stat[stat.rfind(")") + 2:].split()[1])
     return parents
+
+
+def process_tree(root: int) -> set[int]:
+    """``root`` and every process below it (following parents, so other sessions are included)."""
+    parents = parent_pids()
+    tree, grew = {root}, True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    return tree

@@ -17,6 +17,7 @@ from remote_agent.monitor import sampler as sampler_module
 from remote_agent.monitor.neuron import map_report
 from remote_agent.monitor.sampler import Sampler, host_sources, merge, next_tick
 from remote_agent.probe import commands
+from tests.helpers import process_tree
 
 DOUBLES = Path(__file__).resolve().parents[1] / "doubles" / "bin"
 NEURON = Path(__file__).resolve().parents[1] / "data" / "neuron"
@@ -158,30 +159,11 @@ def test_nvidia_smi_na_fields_and_failures_are_null_with_the_tools_words(host_wi
         "driver.")
 
 
-def _descendants_now(root: int) -> set[int]:
-    """The processes under ``root`` right now, read from /proc by the test itself."""
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    tree, grew = {root}, True
-    while grew:
-        grew = False
-        for pid, parent in parents.items():
-            if parent in tree and pid not in tree:
-                tree.add(pid)
-                grew = True
-    return tree - {root}
-
-
 def test_the_samplers_own_tools_are_not_counted_as_the_workload(host_with):
     host_with("neuron-monitor")
     # On an xdist worker this process may already have children another test left for the session (a moto
     # server): those are counted, as a workload's would be; the sampler's own neuron-monitor never is.
-    before = _descendants_now(os.getpid())
+    before = process_tree(os.getpid()) - {os.getpid()}
     sampler, samples = running(host_sources(PERIOD, root_pid=os.getpid()))
     try:
         sample = samples.until(lambda s: bool(s["devices"]))

@@ -18,7 +18,8 @@ from remote_agent.protocol import iter_events
 from tests.conftest import REPO
 from tests.e2e.conftest import add_host, remote_profile, remote_runs_dir
 from tests.e2e.sshd import make_server
-from tests.e2e.test_ssh_runs import process_tree, running
+from tests.e2e.test_ssh_runs import running
+from tests.helpers import process_tree
 from tests.helpers import tiny_model_flags
 
 pytestmark = pytest.mark.slow

@@ -22,7 +22,7 @@ from remote_agent.protocol import RunSpec, iter_events
 from tests.conftest import REPO
 from tests.e2e.conftest import add_host, remote_profile, remote_runs_dir
 from tests.e2e.sshd import free_port, make_server
-from tests.helpers import TINY_ARGS, TINY_MODEL, parent_pids, tiny_model_flags
+from tests.helpers import TINY_ARGS, TINY_MODEL, process_tree, tiny_model_flags
 
 pytestmark = pytest.mark.slow
 
@@ -35,19 +35,6 @@ def tiny_spec(**fields) -> RunSpec:
                 workers=0, warmup=1)
     base.update(fields)
     return RunSpec(**base)
-
-
-def process_tree(root: int) -> set[int]:
-    """``root`` and every process below it (following parents, so other sessions are included)."""
-    parents = parent_pids()
-    tree, grew = {root}, True
-    while grew:
-        grew = False
-        for pid, parent in parents.items():
-            if parent in tree and pid not in tree:
-                tree.add(pid)
-                grew = True
-    return tree
 
 
 def running(pids: set[int]) -> set[int]:
