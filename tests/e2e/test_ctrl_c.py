@@ -19,8 +19,7 @@ from tests.conftest import REPO
 from tests.e2e.conftest import add_host, remote_profile, remote_runs_dir
 from tests.e2e.sshd import make_server
 from tests.e2e.test_ssh_runs import running
-from tests.helpers import process_tree
-from tests.helpers import tiny_model_flags
+from tests.helpers import process_tree, tiny_model_flags
 
 pytestmark = pytest.mark.slow
 
