@@ -32,8 +32,9 @@ from app.core.cost import (
 )
 from app.core.job_cost import JobSize, attach_jobs
 from app.core.llm_results import FIGURE_KEYS, empty_figures, generate_points, llm_cost, llm_figures
+from app.core.partial_runs import failed_points
 from app.core.pricebook import MARKETS, Price, PriceBook
-from app.core.runrecord import StoredRun, served_model
+from app.core.runrecord import USABLE, StoredRun, served_model
 from app.core.scaling import scaling_rows
 from app.core.serve_results import serve_rows
 from remote_agent.stats import bootstrap_ci, intervals_overlap, percentile
@@ -111,6 +112,8 @@ def _rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
         return [{**check_figures(None), **_efficiency({}), **row} for row in serve_rows(result)]
     rows = []
     for row in result.get("infer") or []:
+        if row.get("error"):  # a point that failed (a partial sweep): said apart, never a row of N/A figures
+            continue
         latency = row.get("latency_ms") or {}
         rows.append({"batch_size": row.get("batch_size"), "seq_len": row.get("seq_len"),
                      "throughput": row.get("throughput_per_s"), "tokens_per_s": row.get("tokens_per_s"),
@@ -264,7 +267,7 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
     skipped = []
     usable: list[tuple[StoredRun, Price, str]] = []
     for run in runs:
-        if run.status != "ok" or not run.result:
+        if run.status not in USABLE or not run.result:
             reason = {"unfinished": "unfinished: no result was received (re-attach to finish it)",
                       "running": "still running"}.get(run.status) or \
                 ((run.result or {}).get("error") or {}).get("message") or f"status {run.status}"
@@ -330,7 +333,12 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
     groups = _groups(rows, set(baselines.values()))
     doc: dict[str, Any] = {"schema": COMPARE_SCHEMA, "baseline": baseline_id,
                            "baselines": [{"workload": w, "model": m, "run_id": i} for (w, m), i in baselines.items()],
-                           "market": options.market, "rows": rows, "groups": groups, "skipped": skipped}
+                           "market": options.market, "rows": rows, "groups": groups, "skipped": skipped,
+                           # partial sweeps: compared on the points that finished; these are the ones that failed
+                           "partial": [{"run_id": run.run_id, "host": run.host, "label": labels[
+                               (run.host, price.instance_type, nodes_of(run.result or {}))],
+                               "failed": failed_points(run.result)} for run, price, _ in usable
+                               if run.status == "partial"]}
     doc["choice"] = _choice(groups, options)
     doc["budget"] = _budgets(groups, options)
     doc["break_even"] = _break_even(groups)

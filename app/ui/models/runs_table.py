@@ -11,6 +11,7 @@ from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_FROM_PROFIL
 from app.core.model_text import model_label, model_tooltip
 from app.core.numbers import figure
 from app.core.numbers import usd as usd_text
+from app.core.partial_runs import partial_sentence
 from app.core.quoting import SENTENCE_LIMIT, clean
 from app.core.runrecord import StoredRun
 from app.ui import theme
@@ -27,13 +28,14 @@ COLUMN_TIPS = {
     "Workload": "training or inference",
     "Model": "the model benchmarked: its source (timm, torchvision, hf, file) and name, the hf task",
     "Backend": "the backend the agent used (neuron, xla, cuda, cpu)",
-    "Status": "ok, failed, cancelled; running while recorded; unfinished when the app stopped following it",
+    "Status": "ok, partial (a sweep point failed; the finished ones are kept), failed, cancelled; running while "
+              "recorded; unfinished when the app stopped following it",
     "Result": "training: samples per second; inference: the best inferences per second over the batch sizes",
     "$ per 1M": "cost per million samples (training) or inferences (best batch size), at the price when it ran",
 }
 # The store's statuses, in the colours of theme.STATUS.
-_DOT = {"ok": "ok", "running": "running", "failed": "failed", "cancelled": "cancelled", "interrupted": "failed",
-        "unfinished": "detached"}
+_DOT = {"ok": "ok", "partial": "partial", "running": "running", "failed": "failed", "cancelled": "cancelled",
+        "interrupted": "failed", "unfinished": "detached"}
 _WORKLOAD = {"train": "training", "infer": "inference", "generate": "generate"}
 
 
@@ -183,6 +185,8 @@ class RunsTableModel(QAbstractTableModel):
             error = (result.get("error") or {}).get("message")
             if run.status == "unfinished":
                 return "the app stopped following this run before it ended: Re-attach to follow it again"
+            if run.status == "partial":
+                return partial_sentence(result)
             return error or run.status
         if column == "Instance type":
             return instance_tooltip(run)

@@ -303,7 +303,7 @@ class LiveRunView(QFrame):
     def on_done(self, result: dict[str, Any]) -> None:
         self.state.take_result(result)  # the priced Result: the status line shows its figures
         self.state.sweep.on_result(result)  # the Result's figures and checks for every row
-        if self.state.status not in ("ok", "failed", "cancelled"):
+        if self.state.status not in ("ok", "partial", "failed", "cancelled"):
             self.state.mark(str(result.get("status")), str(result.get("status")))
         self.result_text.setPlainText(format_result(result))
         if result.get("status") == "failed":

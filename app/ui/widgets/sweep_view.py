@@ -70,7 +70,7 @@ class SweepTable(QTableWidget):
                     self.setItem(index, column, item)
                 item.setText(value)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                item.setToolTip(row.problem or tip if column == len(cells) - 1 else (row.problem or ""))
+                item.setToolTip(row.error or (row.problem or tip if column == len(cells) - 1 else (row.problem or "")))
                 item.setForeground(error if row.problem else self.palette().text())
 
     def _generate_rows(self, sweep: Sweep) -> None:
@@ -96,7 +96,7 @@ class SweepTable(QTableWidget):
                     self.setItem(index, column, item)
                 item.setText(value)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                item.setToolTip(row.problem or tip if column == len(cells) - 1 else (row.problem or ""))
+                item.setToolTip(row.error or (row.problem or tip if column == len(cells) - 1 else (row.problem or "")))
                 item.setForeground(error if row.problem else self.palette().text())
 
     def changeEvent(self, event) -> None:
