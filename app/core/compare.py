@@ -445,7 +445,7 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
 
 
 # serve rows: where each host's figures were read (the operating point) and what the SLO said there.
-SERVE_KEYS = ("concurrency", "rate", "slo_text", "slo_met", "slo_unmet", "operating_point", "load_name")
+SERVE_KEYS = ("concurrency", "rate", "slo_text", "slo_met", "slo_unmet", "operating_point", "load_name", "error_rate")
 
 
 def _llm_group(members: list[dict[str, Any]], usd_h: float | None) -> dict[str, Any]:
