@@ -32,6 +32,7 @@ from app.core.cost import (
 )
 from app.core.job_cost import JobSize, attach_jobs
 from app.core.llm_results import FIGURE_KEYS, empty_figures, generate_points, llm_cost, llm_figures
+from app.core.neuron_options import neuron_settings
 from app.core.partial_runs import failed_points
 from app.core.pricebook import MARKETS, Price, PriceBook
 from app.core.runrecord import USABLE, StoredRun, served_model
@@ -149,7 +150,8 @@ def stack_text(row: dict[str, Any]) -> str:
     if not row.get("stack"):
         return "N/A"
     cell = row["stack"] + (f", {row['compile_state']}" if row.get("compile_state") else "")
-    return cell + (" !" if row.get("fallback_ops") else "")
+    cell += " !" if row.get("fallback_ops") else ""
+    return cell + (f" · {', '.join(row['neuron_options'])}" if row.get("neuron_options") else "")
 
 
 def _stack_figures(result: dict[str, Any], compile_: dict[str, Any]) -> dict[str, Any]:
@@ -303,7 +305,11 @@ def compare_runs(runs: Sequence[StoredRun], book: PriceBook, options: CompareOpt
                 "instance_type": price.instance_type, "instance_type_from": source, "region": price.region,
                 "workload": result.get("workload"), "model": model_signature(result), "backend": result.get("backend"),
                 "precision": (result.get("spec") or {}).get("precision") or "fp32",
-                **figures, "unit": UNIT.get(result.get("workload") or "", "per s"),
+                **figures,
+                # --neuron-mode, --neuron-cc-flags (and the channel they reached), --no-compile-cache
+                "neuron_options": [w for w in neuron_settings(result.get("spec") or {}, figures.get("stack"))
+                                   if not w.startswith("stack ")],
+                "unit": UNIT.get(result.get("workload") or "", "per s"),
                 "usd_per_hour": usd_h, "usd_per_hour_per_node": price.usd_per_hour,
                 "price_source": price.source or None,
                 "price_date": price.date_label if price.source else None, "price_note": price.note or None,
@@ -371,9 +377,10 @@ def _groups(rows: list[dict[str, Any]], baseline_ids: set[str]) -> list[dict[str
         # setup (a cpu and an xla run of one host were once taken for two repeats of one).
         grouped.setdefault((row["label"], row["workload"], row["model"], row["batch_size"], row["seq_len"],
                             row.get("input_len"), row.get("output_len"), row.get("backend"), row.get("precision"),
-                            row.get("stack")), []).append(row)
+                            row.get("stack"), tuple(row.get("neuron_options") or ())), []).append(row)
     groups = []
-    for (label, workload, model, batch, seq_len, _in, _out, backend, precision, _stack), members in grouped.items():
+    for (label, workload, model, batch, seq_len, _in, _out, backend, precision, _stack, _neuron), members \
+            in grouped.items():
         values = [r["throughput"] for r in members if r["throughput"] is not None]
         usd_h = members[0]["usd_per_hour"]
         median = _median(values)

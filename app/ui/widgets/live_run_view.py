@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from app.cli.text import format_result
 from app.core.errors import NeuronBenchError
 from app.core.mfu import live_mfu, mfu_text
-from app.core.quoting import clean
+from app.core.quoting import SENTENCE_LIMIT, clean
 from app.core.serve_points import slo_limits
 from app.core.specs import spec_summary
 from app.core.step_window import ROLLING_STEPS
@@ -143,8 +143,11 @@ class LiveRunView(QFrame):
 
         # ---- header: who, what, how far
         self.dot = QLabel()
-        self.heading = QLabel(f"<b>{html.escape(clean(title))}</b> · {html.escape(clean(spec_summary(job.spec)))}")
+        # The whole summary, wrapped at words: clipped to one line it read "≥20 requests and ≥ finished".
+        self.heading = QLabel(f"<b>{html.escape(clean(title))}</b> · "
+                              f"{html.escape(clean(spec_summary(job.spec), SENTENCE_LIMIT))}")
         self.heading.setTextFormat(Qt.TextFormat.RichText)
+        self.heading.setWordWrap(True)
         self.heading.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.heading.setToolTip(clean(f"run {job.run_id} on {job.control.transport.describe()}"))
         self.activity = QLabel()
