@@ -60,8 +60,9 @@ from app.ui.widgets.generate_chart import GenerateCharts
 from app.ui.widgets.host_memory_chart import HostMemoryChart
 from app.ui.widgets.latency_chart import LatencyChart
 from app.ui.widgets.log_pane import LogPane
-from app.ui.widgets.phase_band import PhaseBand
+from app.ui.widgets.phase_band import SERVE_LABELS, PhaseBand
 from app.ui.widgets.serve_chart import ServeCharts
+from app.ui.widgets.serve_sweep import ServeSweep
 from app.ui.widgets.sweep_view import CheckBanner, SweepTable
 
 MIN_X_SPAN_S = 5.0
@@ -182,7 +183,7 @@ class LiveRunView(QFrame):
         generate = job.spec.workload == "generate"
         serve = job.spec.workload == "serve"
         # One phase band over each column of charts: each lines up with the time axes under it.
-        self.bands = [PhaseBand(pg.PlotItem(), pal) for _ in (0, 1)]
+        self.bands = [PhaseBand(pg.PlotItem(), pal, SERVE_LABELS if serve else None) for _ in (0, 1)]
         if train:
             self.main = new_plot(STEP_TITLE, "step time", pal, units="s")
             raw = theme.plot_foreground(pal)
@@ -236,7 +237,11 @@ class LiveRunView(QFrame):
         self.tabs.addTab(self.log, "Log")
         self.tabs.addTab(self.result_text, "Result")
         self.sweep_table: SweepTable | None = None
-        if not train:  # a row per compiled artefact: latency, samples/s, tokens/s, the check
+        self.serve_sweep: ServeSweep | None = None
+        if serve:  # a row per load level beside p99 TTFT by output tok/s
+            self.serve_sweep = ServeSweep(_slo(job.spec))
+            self.tabs.addTab(self.serve_sweep, "Sweep")
+        elif not train:  # a row per compiled artefact: latency, samples/s, tokens/s, the check
             self.sweep_table = SweepTable(job.spec.check)
             self.tabs.addTab(self.sweep_table, "Sweep")
         self.tabs.setDocumentMode(True)
@@ -388,6 +393,8 @@ class LiveRunView(QFrame):
             band.update(phases, state.last_t, span)
         if self.serve_charts is not None:
             self.serve_charts.update(state.serve_levels)
+            if self.serve_sweep is not None:
+                self.serve_sweep.show_levels(state.serve_levels)
         elif self.generate_charts is not None:
             self.generate_charts.update(state.gen_calls.array(), span)
             if self.sweep_table is not None:
