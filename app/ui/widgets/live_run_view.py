@@ -8,7 +8,6 @@ that did not change (STYLE.md habit 6).
 """
 from __future__ import annotations
 
-import contextlib
 import html
 from typing import Any
 
@@ -31,15 +30,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.cli.text import format_result
-from app.core.errors import NeuronBenchError
-from app.core.mfu import live_mfu, mfu_text
 from app.core.quoting import SENTENCE_LIMIT, clean
 from app.core.serve_points import slo_limits
 from app.core.specs import spec_summary
 from app.core.step_window import ROLLING_STEPS
-from app.core.target_ci import interval_text
 from app.services.ec2.lease import STAGES as LAUNCH_STAGES
-from app.services.peaks import load_peak_table
 from app.ui import theme
 from app.ui.bridge import QUEUED, RunJob
 from app.ui.models.result_line import result_line
@@ -59,6 +54,7 @@ from app.ui.widgets.error_panel import describe_exception
 from app.ui.widgets.generate_chart import GenerateCharts
 from app.ui.widgets.host_memory_chart import HostMemoryChart
 from app.ui.widgets.latency_chart import LatencyChart
+from app.ui.widgets.live_figures import live_text
 from app.ui.widgets.log_pane import LogPane
 from app.ui.widgets.phase_band import SERVE_LABELS, PhaseBand
 from app.ui.widgets.serve_chart import ServeCharts
@@ -103,25 +99,6 @@ def _set_text(label: QLabel, text: str) -> None:
     """Relabel only on change: a label that changes size relayouts the whole view."""
     if label.text() != text:
         label.setText(text)
-
-
-def _num(value: float | None, fmt: str, unit: str = "") -> str:
-    return "N/A" if value is None else f"{value:{fmt}}{unit}"
-
-
-def known_figures(state: LiveRunState) -> list[str]:
-    """The interval as it shrinks (``±3.1 % (target ±2 %)``) and the rolling MFU while the run goes (a finished
-    run's line is the Result's: app/ui/models/result_line.py)."""
-    parts = []
-    if state.ci_pct is not None:
-        parts.append("95% interval " + interval_text(state.ci_pct, getattr(state.spec, "target_ci", None)))
-    mfu = None
-    if state.compute.get("flops_per_sample"):
-        with contextlib.suppress(NeuronBenchError):
-            mfu = live_mfu(state.compute, state.env, state.latest_throughput(), load_peak_table())
-    if mfu is not None:
-        parts.append(f"MFU <b>{mfu_text(mfu)}</b>")
-    return parts
 
 
 class LiveRunView(QFrame):
@@ -449,48 +426,8 @@ class LiveRunView(QFrame):
         return self.live_text()
 
     def live_text(self) -> str:
-        """The status line while the run goes on: the rolling figures and the host's newest sample."""
-        state = self.state
-        parts = []
-        if state.spec.workload == "serve":
-            level = state.serve_levels[-1] if state.serve_levels else None
-            if level is None:
-                return "no load level finished yet"
-            where = f"c={level.get('concurrency')}" if level.get("rate") is None else f"{level['rate']:.3g}/s"
-            parts.append(f"{len(state.serve_levels)} level(s); last {where}")
-            for label, metric in (("TTFT p99", "ttft_ms"), ("TPOT p99", "tpot_ms")):
-                parts.append(f"{label} <b>{_num((level.get(metric) or {}).get('p99'), '.3g', ' ms')}</b>")
-            parts.append(f"output <b>{_num(level.get('output_tok_s'), ',.1f', ' tok/s')}</b>")
-            if level.get("errors"):
-                parts.append(f"{level['errors']} error(s)")
-            return " · ".join(parts)
-        if state.spec.workload == "generate":
-            call = state.gen_calls.last()
-            for label, column in (("TTFT", 1), ("TPOT", 2)):
-                value = None if call is None or np.isnan(call[column]) else float(call[column])
-                parts.append(f"{label} <b>{_num(value, '.2f', ' ms')}</b>")
-            parts.append(f"output <b>{_num(state.latest_throughput(), ',.1f', ' tok/s')}</b>")
-            parts.extend(known_figures(state))
-            return " · ".join(parts)
-        if state.spec.workload == "train":
-            parts.append(f"step {state.progress.step}/{state.spec.steps}")
-            parts.append(f"step time (median of last {ROLLING_STEPS}) "
-                         f"<b>{_num(state.latest_step_median(), '.4f', ' s')}</b>")
-        else:
-            lat = state.latest_latency()
-            parts.append(f"p50 <b>{_num(lat[0] if lat else None, '.2f', ' ms')}</b>")
-            parts.append(f"p99 <b>{_num(lat[2] if lat else None, '.2f', ' ms')}</b>")
-        parts.append(f"throughput <b>{_num(state.latest_throughput(), ',.1f', ' samples/s')}</b>")
-        tokens = state.latest_tokens_per_s()  # text models: tokens/s beside samples/s
-        if tokens is not None:
-            parts[-1] += f" · <b>{tokens:,.0f} tokens/s</b>"
-        parts.extend(known_figures(state))
-        cpu, mem = state.latest_host()
-        parts.append(f"host CPU {_num(cpu, '.0f', '%')}")
-        parts.append(f"memory {_num(mem, '.0f', '%')}")
-        if state.refused:  # lines of the agent's that protocol v1 refused (the log says why)
-            parts.append(f"<b>{state.refused:,}</b> event{'s' if state.refused != 1 else ''} refused")
-        return " · ".join(parts)
+        """The status line while the run goes on (app/ui/widgets/live_figures.py)."""
+        return live_text(self.state)
 
     # ------------------------------------------------------------ palette (light/dark switch)
     def changeEvent(self, event) -> None:
