@@ -66,7 +66,7 @@ def pair(item: Any) -> Pair:
 
 
 # --------------------------------------------------------------------------- the table
-END_STATUSES = ("ok", "failed", "cancelled")
+END_STATUSES = ("ok", "failed", "cancelled", "partial")  # partial: a sweep kept its finished points
 # Every event: its time, and the tags of a multi-node run's merged stream.
 COMMON = {"t": "time", "?node": "int+", "?node_seq": "int+"}
 
@@ -111,6 +111,7 @@ INFER_ROW = {
     "?latency_ms": nullable({"?p50": "num?", "?p90": "num?", "?p95": "num?", "?p99": "num?", "?mean": "num?"}),
     "?p99_reliable": "bool?", "?check": CHECK, **STOP,
     "?compile": nullable({"?state": "str?", "?how": "str?", "?measured_by": "str?"}),  # cold / loaded / warm
+    "?error": nullable({"?kind": "str?", "?message": "str?"}),  # a point that failed (the run is partial)
 }
 DISTRIBUTION_MS = nullable({  # llm_figures.distribution_ms
     "?p50": "num?", "?p90": "num?", "?p99": "num?", "?mean": "num?", "?ci95": nullable(pair("num?")), "?n": "int?",

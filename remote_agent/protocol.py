@@ -29,7 +29,7 @@ MAX_DETAIL_CHARS = 16000
 
 PHASES = ("setup", "compile", "warmup", "measure", "teardown")
 ERROR_KINDS = ("bad_spec", "backend_unavailable", "compile_failed", "oom", "runtime", "internal")
-END_STATUSES = ("ok", "failed", "cancelled")
+END_STATUSES = ("ok", "failed", "cancelled", "partial")
 
 # Every event type's fields, in one table: remote_agent/event_schema.py (decode holds each line to it).
 EVENT_TYPES = tuple(EVENT_SCHEMAS)

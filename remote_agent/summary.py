@@ -127,6 +127,29 @@ def summarize_generate(point: Dict[str, Any]) -> Dict[str, Any]:
     return row
 
 
+def failed_point(batch_size: Optional[int], seq_len: Optional[int], lengths: Optional[Any],
+                 error: Dict[str, Any]) -> Dict[str, Any]:
+    """A sweep point whose process failed before it wrote a summary: its shape and sentence, no figure."""
+    point: Dict[str, Any] = {"batch_size": batch_size,
+                             "error": {"kind": error.get("kind"), "message": error.get("message")}}
+    if lengths is not None:
+        point.update(input_len=lengths[0], output_len=lengths[1])
+    elif seq_len is not None:
+        point["seq_len"] = seq_len
+    return point
+
+
+def run_status(cancelled: bool, error: Optional[Dict[str, Any]], points: List[Dict[str, Any]]) -> str:
+    """ok, failed, cancelled, or partial: a sweep where some points finished and some failed keeps the finished
+    ones (the commonest sweep there is: the batch sizes that fit are the answer, the one that did not the limit)."""
+    if cancelled:
+        return "cancelled"
+    if not error:
+        return "ok"
+    failed = [p for p in points if p.get("error")]
+    return "partial" if failed and len(failed) < len(points) else "failed"
+
+
 def compose_result(run_id: str, spec: Dict[str, Any], env: Optional[Dict[str, Any]], status: str,
                    error: Optional[Dict[str, Any]], backend: Optional[Dict[str, Any]],
                    train: Optional[Dict[str, Any]], infer: Optional[List[Dict[str, Any]]],

@@ -37,7 +37,14 @@ from remote_agent.protocol import (
     strip_model_file_text,
 )
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
-from remote_agent.summary import compose_result, summarize_generate, summarize_infer, summarize_train
+from remote_agent.summary import (
+    compose_result,
+    failed_point,
+    run_status,
+    summarize_generate,
+    summarize_infer,
+    summarize_train,
+)
 
 LOG_LINES_PER_S = 20  # stderr lines streamed live per second; all of them stay in stderr.log
 TERMINATE_GRACE_S = 10.0
@@ -177,6 +184,7 @@ class Supervisor:
         self.events: EventLog = None  # type: ignore[assignment]  # opened in main()
         self.cancelled = False
         self.error: Optional[Dict[str, Any]] = None
+        self.launch_error: Optional[Dict[str, Any]] = None  # the first error of the workload process now running
         self.steps: List[Dict[str, Any]] = []
         self.warnings: List[str] = []
         self.proc: Optional[subprocess.Popen] = None
@@ -254,7 +262,9 @@ class Supervisor:
             self.joined.add(event["joined"])
         elif type_ == "phase":
             self.phases.append(dict(event, t=time.time() if t is None else t))
-        elif type_ == "error" and self.error is None:
+        elif type_ == "error" and self.launch_error is None:
+            self.launch_error = event  # this sweep point's own sentence (the run's error is the first one)
+        if type_ == "error" and self.error is None:
             if any(text.decode() in str(event.get("message", "")) for text in DISK_FULL_TEXTS):
                 self.on_disk_full()  # a worker could not write: the sentence names the folder, not a traceback
                 return
@@ -288,12 +298,13 @@ class Supervisor:
         pump.join(timeout=5)
         self.relay()
         code = self.proc.returncode
-        if code != 0 and self.error is None and not self.cancelled:
+        if code != 0 and self.launch_error is None and not self.cancelled:
             if pump.said_disk_full():
                 self.on_disk_full()  # the worker died of the full disk: say that, not its traceback
             else:
-                self.error = self._exit_error(code)
-                self.events.emit("error", **self.error)
+                self.launch_error = self._exit_error(code)
+                self.error = self.error or self.launch_error
+                self.events.emit("error", **self.launch_error)
         return code
 
     def _watch_workers(self) -> FileWatch:
@@ -438,6 +449,7 @@ class Supervisor:
             for launch in [] if self.error else plan_launches(spec, self.run, self.node):
                 if self.cancelled or self.disk_full:
                     break
+                self.launch_error = None
                 self.run_launch(launch)
                 summary_path = self.run.worker_summary(launch.index)
                 if os.path.exists(summary_path):
@@ -452,16 +464,20 @@ class Supervisor:
                         points.append(summarize_generate(worker))
                     elif spec.workload == "serve":
                         serve = worker.get("serve")
+                elif self.launch_error is not None and spec.workload in ("infer", "generate"):
+                    # The point that failed stays in the sweep with its sentence (the run is then "partial")
+                    (sizes if spec.workload == "infer" else points).append(failed_point(
+                        launch.batch_size, launch.seq_len, launch.lengths, self.launch_error))
                 if self.error is not None and not (spec.workload == "generate" and self.error.get("kind") == "oom"):
                     break  # a failed batch size stops the sweep; finished sizes are kept (generate: an OOM
-                    # at one point does not: the other points are still measured, the run still fails)
+                    # at one point does not: the other points are still measured)
             if spec.workload == "train":
                 train = summarize_train(self.steps, spec.warmup, worker, self.warnings) if self.steps else None
             elif spec.workload == "generate":
                 generate = points
             elif spec.workload == "infer":
                 infer = sizes
-            status = "cancelled" if self.cancelled else ("failed" if self.error else "ok")
+            status = run_status(self.cancelled, self.error, sizes if spec.workload == "infer" else points)
         except Exception as exc:
             import traceback
 

@@ -46,7 +46,8 @@ def headline(run: StoredRun) -> str:
                           for p in operating_points(result)) or "N/A"
     rows = result.get("infer") or []
     parts = [f"b{r.get('batch_size')}{'/s' + str(r['seq_len']) if r.get('seq_len') is not None else ''} "
-             f"{num(r.get('throughput_per_s'))}/s" for r in rows]
+             f"{num(r.get('throughput_per_s'))}/s" if not r.get("error") else f"b{r.get('batch_size')} failed"
+             for r in rows]
     return " · ".join(parts) if parts else "N/A"
 
 
@@ -60,7 +61,7 @@ def format_run_list(runs: list[StoredRun]) -> str:
     rows = [("RUN ID", "CREATED", "HOST", "INSTANCE", "WORKLOAD", "MODEL", "STATUS", "RESULT")]
     for run in runs:
         rows.append((run.run_id, when(run.created_at), run.host, run.instance_type or "N/A", run.workload or "?",
-                     run.model or "?", run.status, headline(run) if run.status == "ok" else ""))
+                     run.model or "?", run.status, headline(run) if run.status in ("ok", "partial") else ""))
     return table(rows)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.llm_results import TOTAL_TOKENS_LABEL
+from app.core.serve_levels import error_rate_text, level_rows, server_stack, slo_word
 from app.core.serve_points import operating_points, serve_levels
 
 
@@ -29,8 +30,8 @@ def format_serve_table(result: dict[str, Any]) -> list[str]:
     if not serve:
         return []
     server = serve.get("server") or {}
-    lines = [f"  serve       {server.get('server') or 'server N/A'}"
-             + (f" ({server['stack']}, vLLM {server.get('vllm')})" if server.get("stack") else "")
+    lines = [f"  serve       {server_stack(result)}"
+             + (f", vLLM {server['vllm']}" if server.get("vllm") else "")
              + f" · ready in {_num(server.get('ready_s'), '.1f')} s, first request "
                f"{_num(server.get('first_request_s'), '.2f')} s"
              + f" (load {_num(server.get('load_s'), '.1f')} s, apart from the figures)"]
@@ -39,15 +40,16 @@ def format_serve_table(result: dict[str, Any]) -> list[str]:
     if not levels:
         return lines
     slo = serve.get("slo")
-    rows = [("load", "in", "out", "reqs", "err", "TTFT p50 ms", "p99", "TPOT p50 ms", "p99", "ITL p99",
+    rows = [("load", "in", "out", "reqs", "err", "err %", "TTFT p50 ms", "p99", "TPOT p50 ms", "p99", "ITL p99",
              "req/s", "out tok/s", "goodput/s", "SLO")]
-    for lv in levels:
+    for lv, row in zip(levels, level_rows(result), strict=True):
         rows.append((_load(lv), str(lv.get("input_len")), str(lv.get("output_len")), str(lv.get("completed")),
-                     str(lv.get("errors")), _num(_p(lv, "ttft_ms", "p50")), _num(_p(lv, "ttft_ms", "p99")),
+                     str(lv.get("errors")), error_rate_text(row), _num(_p(lv, "ttft_ms", "p50")),
+                     _num(_p(lv, "ttft_ms", "p99")),
                      _num(_p(lv, "tpot_ms", "p50")), _num(_p(lv, "tpot_ms", "p99")), _num(_p(lv, "itl_ms", "p99")),
                      _num(lv.get("requests_per_s")), _num(lv.get("output_tok_s"), ",.1f"),
                      _num(lv.get("goodput_rps")) if slo else "—",
-                     ("met" if lv.get("slo_met") else "missed") if slo else "—"))
+                     slo_word(row) if slo else "—"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines += ["  " + "  ".join(c.rjust(widths[i]) if i else c.ljust(widths[i]) for i, c in enumerate(row))
               for row in rows]

@@ -10,6 +10,7 @@ from app.core.ec2_cost import format_minutes, format_usd
 from app.core.mfu import mfu_text
 from app.core.model_text import check_mark, format_check, format_model
 from app.core.numbers import counted, figure
+from app.core.partial_runs import partial_sentence
 from app.core.quoting import clean_block
 from app.core.specs import spec_summary
 from app.core.target_ci import stop_text
@@ -88,7 +89,9 @@ def format_result(result: dict[str, Any]) -> str:
     if result.get("model"):
         lines.append(f"  model       {format_model(result['model'])}")
     lines += format_stack(result)
-    if result.get("error"):
+    if result.get("status") == "partial":  # the failed points' sentences; the finished ones follow
+        lines.append(f"  {partial_sentence(result)}")
+    elif result.get("error"):
         lines.append(f"  error: {result['error'].get('message')}")
     train = result.get("train")
     if train:
@@ -157,6 +160,10 @@ def format_infer_table(infer: list[dict[str, Any]]) -> list[str]:
              f"{'p50 ms':>8} {'p90':>8} {'p95':>8} {'p99':>8} {'mean':>8} {'samples/s':>10}"
              + (f" {'tokens/s':>11}" if tokens else "") + ("  check" if checked else "")]
     for row in infer:
+        if row.get("error"):  # a point that failed (a partial sweep): the sentence is above
+            lines.append(f"  {row.get('batch_size'):>5}" + (f" {row.get('seq_len') or '':>5}" if seq else "")
+                         + f" failed: {row['error'].get('kind') or 'error'}")
+            continue
         lat = row.get("latency_ms") or {}
         flag = "" if row.get("p99_reliable", True) else "*"
         lines.append(f"  {row.get('batch_size'):>5}" + (f" {row.get('seq_len') or '':>5}" if seq else "")
@@ -168,13 +175,15 @@ def format_infer_table(infer: list[dict[str, Any]]) -> list[str]:
                      + (f" {_num(row.get('tokens_per_s'), ',.0f'):>11}" if tokens else "")
                      + (f"  {check_mark(row.get('check'))}" if checked else ""))
     for row in infer:
+        if row.get("error"):
+            continue
         stop = stop_text(row, False)
         compute = format_compute(row, "forward")
         if stop or compute:
             lines.append(f"  batch {row.get('batch_size')}" + (f" seq {row['seq_len']}" if row.get("seq_len") else "")
                          + (f": stopped {stop}, {counted(row.get('iterations') or 0, 'request')}" if stop else ":"))
             lines += ["  " + line for line in compute]
-    if any(not row.get("p99_reliable", True) for row in infer):
+    if any(not row.get("p99_reliable", True) for row in infer if not row.get("error")):
         lines.append("  * p99 from fewer than 100 requests: rough")
     if checked:
         lines.append("  check: the compiled model against the eager model on CPU (fp32), on fresh inputs: "

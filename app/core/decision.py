@@ -152,6 +152,10 @@ def summary(doc: dict[str, Any]) -> list[str]:
     sentences += scaling_sentences(doc.get("scaling") or [])
     for skipped in doc.get("skipped") or []:
         sentences.append(f"Run {skipped['run_id']} on {skipped['host']} is left out: {skipped['reason']}.")
+    for partial in doc.get("partial") or []:
+        failed = "; ".join(f"{f['point']} failed: {f['message'].rstrip('.')}" for f in partial["failed"])
+        sentences.append(f"Run {partial['run_id']} on {partial['label']} is partial ({failed}): it is compared on "
+                         "the points that finished.")
     if len({g["label"] for g in groups + llm}) == 1:
         sentences[:0] = _one_host(groups) + llm_decision.one_host(llm)
     return sentences

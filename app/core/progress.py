@@ -57,7 +57,7 @@ class ProgressTracker:
                 self.fraction = min(1.0, self.sizes_done / self.artefacts)
                 return True
             return False
-        if kind == "end" and event.get("status") == "ok":
+        if kind == "end" and event.get("status") in ("ok", "partial"):
             self.fraction, self.eta_s = 1.0, 0.0
             return True
         return False

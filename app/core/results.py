@@ -22,7 +22,7 @@ def aggregate_repeats(results: Sequence[Result]) -> list[dict[str, Any]]:
     """Median throughput with a bootstrap 95% interval per (host, batch size) over successful repeats."""
     groups: dict[tuple[str, int | None], list[float]] = defaultdict(list)
     for result in results:
-        if result.get("status") != "ok":
+        if result.get("status") not in ("ok", "partial"):  # partial: its finished points count
             continue
         for batch, value in throughput_rows(result):
             if value is not None:

@@ -5,8 +5,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 # "interrupted": the instance a run was on went away mid-run (a spot interruption); marked by the app, the
-# agent's own end statuses stay ok/failed/cancelled.
-RUN_STATUSES = ("running", "ok", "failed", "cancelled", "interrupted", "unfinished")
+# agent's own end statuses are ok/failed/cancelled/partial ("partial": a sweep kept its finished points).
+RUN_STATUSES = ("running", "ok", "partial", "failed", "cancelled", "interrupted", "unfinished")
+USABLE = ("ok", "partial")  # statuses whose Result has figures to compare, price and report
 # Versions that make two runs' numbers comparable (or not): shown side by side in reports.
 FINGERPRINT_KEYS = ("instance_type", "region", "python", "torch", "torch_xla", "torch_neuronx", "neuronx_cc",
                     "neuron_sdk", "timm", "torchvision", "transformers", "cpu", "devices")
@@ -49,7 +50,7 @@ class StoredRun:
 
     @property
     def finished(self) -> bool:
-        return self.status in ("ok", "failed", "cancelled", "interrupted")
+        return self.status in ("ok", "partial", "failed", "cancelled", "interrupted")
 
 
 def fingerprint(env: dict[str, Any] | None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ def serve_row(point: dict[str, Any], server: dict[str, Any]) -> dict[str, Any]:
             "concurrency": point.get("concurrency"), "rate": point.get("rate"),
             "goodput_rps": point.get("goodput_rps"), "requests_per_s": point.get("requests_per_s"),
             "slo_text": point.get("slo_text"), "slo_met": point.get("slo_met"), "slo_unmet": point.get("slo_unmet"),
+            "error_rate": point.get("error_rate"),  # None: no level met the SLO, or a run older than the key
             "operating_point": point.get("operating_point"), "load_name": point.get("load_name")}
 
 

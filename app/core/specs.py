@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.core.errors import BadSpecError
+from app.core.neuron_options import neuron_settings
 from app.core.numbers import counted
 from app.core.quoting import quoted
 from app.core.target_ci import spec_target
@@ -118,8 +119,10 @@ def spec_summary(spec: RunSpec | Mapping[str, Any]) -> str:
     if data.get("task"):
         sizes += f" · {data['task']}"
     feed = " · data on device" if data.get("workload") == "train" and data.get("data") == "device" else ""
+    neuron = neuron_settings(data)  # the Neuron options a run set: stack, eager, compiler flags, cold compile
     return (f"{data.get('workload')} {data.get('model')} · batch {sizes}{procs} · {work} · "
-            f"{data.get('backend')} · {data.get('precision')}{feed}")
+            f"{data.get('backend')} · {data.get('precision')}{feed}"
+            + (f" · Neuron: {', '.join(neuron)}" if neuron else ""))
 
 
 def serve_summary(data: Mapping[str, Any], work: str) -> str:

@@ -1,4 +1,5 @@
-"""What a report says, in order: summary, results, charts, cost details, methodology, runs.
+"""What a report says, in order: summary, results (a section per workload and model, with its charts), scaling,
+utilisation over time, cost details, your job, methodology, runs.
 
 Both the HTML and the PDF writer render these blocks, so they cannot drift apart.
 """
@@ -6,88 +7,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.core.compare import WORK
 from app.core.cost import type_from_label
-from app.core.mfu import mfu_text
-from app.core.model_text import check_mark_of
 from app.core.numbers import NA, usd
 from app.reports import svg
 from app.reports.blocks import Block, Bullets, Chart, Heading, Paragraph, Summary, Table
 from app.reports.cost_sections import cost_details
-from app.reports.efficiency import mfu_sentences, stop_sentences
 from app.reports.job_section import job_section
-from app.reports.llm_section import llm_results
+from app.reports.llm_section import generate_section
 from app.reports.scaling_section import scaling_section
-from app.reports.wording import colours_of, join_values, measure_title, measures, num, short_model, times
-
-UNIT_LABEL = {"train": "samples/s", "infer": "inferences/s", "generate": "output tokens/s"}
+from app.reports.serve_section import serve_section
+from app.reports.throughput_section import throughput_section
+from app.reports.wording import colours_of, join_values, measure_title, measures, short_model
 
 
 def _results(doc: dict[str, Any]) -> list[Block]:
+    """A section per measure (workload and model), each with its own columns and charts."""
     blocks: list[Block] = [Heading("Results")]
-    rough = False
-    wrong = False
     for workload, model in measures(doc):
-        if workload in ("generate", "serve"):
-            blocks += llm_results(doc, workload, model)
-            continue
-        rows = []
-        train = workload == "train"
-        members = [r for r in doc["rows"] if (r["workload"], r["model"]) == (workload, model)]
-        # Text models: the sequence length is a dimension of the measure, tokens/s a figure of it.
-        seq = any(r.get("seq_len") is not None for r in members)
-        tokens = any(r.get("tokens_per_s") for r in members)
-        checked = any(r.get("check_agrees") is not None or r.get("check_finite") is not None for r in members)
-        # MFU only where a peak is known somewhere in the measure (the sentences below say why it is N/A).
-        mfu = any(r.get("mfu") is not None for r in members)
-        # neuron-monitor's own FLOP/s beside ours: only where some run of the measure ran under it (Neuron).
-        monitor = any(r.get("monitor_tflops") is not None for r in members)
-        # One run in the measure is its own baseline: speed and work per $ would read 1.00× on every row.
-        relative = len({r["run_id"] for r in members}) > 1
-        for r in members:
-            p99 = num(r["latency_p99_ms"], ".3g")
-            if r["p99_reliable"] is False:
-                p99 += "*"
-                rough = True
-            latency = () if train else (num(r["latency_p50_ms"], ".3g"), p99)
-            mark = check_mark_of(r.get("check_agrees"), r.get("check_finite"),
-                                 r.get("check_agrees") is not None or r.get("check_finite") is not None)
-            wrong = wrong or mark in ("WRONG", "NaN")
-            shape = str(r["batch_size"]) + (f" × {num(r.get('seq_len'), 'd')}" if seq else "")
-            rows.append((r["label"], r["ref"] or "", shape, num(r["throughput"]),
-                         *((num(r.get("tokens_per_s")),) if tokens else ()), *latency,
-                         usd(r["usd_per_hour"]), usd(r["usd_per_1m"]),
-                         *((usd(r.get("usd_per_1m_tokens")),) if tokens else ()),
-                         *((times(r["speedup_vs_baseline"]), times(r["price_performance_vs_baseline"]))
-                           if relative else ()),
-                         *((mfu_text(r.get("mfu")),) if mfu else ()),
-                         *((num(r.get("monitor_tflops")),) if monitor else ()), *((mark,) if checked else ())))
-        unit = UNIT_LABEL[workload]
-        header = ("Host", "Run", "Batch × seq" if seq else "Batch", "Throughput",
-                  *(("Tokens/s",) if tokens else ()), *(() if train else ("p50 ms", "p99 ms")), "$/h",
-                  "$ per 1M", *(("$ per 1M tokens",) if tokens else ()), *(("Speed", "Work per $") if relative else ()),
-                  *(("MFU",) if mfu else ()), *(("neuron-monitor TFLOP/s",) if monitor else ()),
-                  *(("Check",) if checked else ()))
-        blocks.append(Table(header, tuple(rows), (False, False) + (True,) * (len(header) - 2 - checked)
-                            + ((False,) if checked else ()),
-                            caption=f"{measure_title(workload, model)} · throughput in {unit}, "
-                                    f"cost per 1M {WORK[workload]}" + (" and per 1M tokens" if tokens else "")))
-        blocks += [Paragraph(s) for s in mfu_sentences(members)]
-        stops = stop_sentences(members)
-        if stops:
-            blocks.append(Bullets(tuple(stops)))
-        repeated = [g for g in doc["groups"] if g["n"] >= 2 and (g["workload"], g["model"]) == (workload, model)]
-        if repeated:
-            grows = []
-            for g in repeated:
-                ci = g["ci95"] or [None, None]
-                grows.append((g["label"], str(g["batch_size"]), str(g["n"]), num(g["throughput"]),
-                              f"{num(ci[0])} – {num(ci[1])}", usd(g["usd_per_1m"]),
-                              ", ".join(g["overlaps_with"]) or "none"))
-            blocks.append(Table(("Host", "Batch", "Runs", "Median", "95% interval", "$ per 1M",
-                                 "Interval overlaps"), tuple(grows), (False, True, True, True, True, True, False),
-                                caption="Across repeats: median and bootstrap 95% interval",
-                                notes=("Hosts whose intervals overlap have not been shown to differ.",)))
+        blocks.append(Heading(measure_title(workload, model), level=3))
+        if workload == "serve":
+            blocks += serve_section(doc, model)
+        elif workload == "generate":
+            blocks += generate_section(doc, model)
+        else:
+            blocks += throughput_section(doc, workload, model)
     refs = {r["run_id"]: r["ref"] for r in doc["rows"]}
     bases = "; ".join(f"{measure_title(b['workload'], short_model(b['model']))}: {refs.get(b['run_id'])} "
                       f"({next(r['label'] for r in doc['rows'] if r['run_id'] == b['run_id'])})"
@@ -95,77 +38,11 @@ def _results(doc: dict[str, Any]) -> list[Block]:
     notes = [f"Speed and work per dollar are relative to the baseline of each measure ({bases}); inference "
              "compares the same batch size. Run references (R1, …) are listed under Runs.",
              "N/A: not measured, or no price known (see Prices under Methodology). Never read N/A as zero."]
-    if rough:
-        notes.append("* p99 from fewer than 100 requests: rough.")
-    if wrong:
-        notes.append("Check WRONG or NaN: the compiled model's answers differ from the eager model's on CPU (fp32) "
-                     "beyond the tolerance, or are not numbers; its figures are shown but measure a model that "
-                     "computes something else (see the run's warnings).")
+    runs = {r["run_id"]: r for r in doc["runs"]}
+    notes += [f"{runs[p['run_id']]['ref'] if p['run_id'] in runs else p['run_id']} ({p['label']}) is partial: "
+              + "; ".join(f"{f['point']} failed: {f['message'].rstrip('.')}" for f in p["failed"])
+              + ". Its finished points are compared." for p in doc.get("partial") or []]
     blocks.append(Bullets(tuple(notes)))
-    return blocks
-
-
-def _bar_series(groups: list[dict[str, Any]], categories: list[Any], key: str, with_ci: bool,
-                colours: dict[str, str]) -> list[svg.BarSeries]:
-    labels = list(dict.fromkeys(g["label"] for g in groups))
-    series = []
-    for label in labels:
-        mine = {g["batch_size"]: g for g in groups if g["label"] == label}
-        values = [mine[c][key] if c in mine else None for c in categories]
-        intervals = None
-        if with_ci:
-            intervals = [mine[c]["ci95"] if c in mine else None for c in categories]
-        host = next(iter(mine.values())).get("host_label", label)
-        series.append(svg.BarSeries(label, values, intervals,
-                                    ["N/A" if c in mine else "not run" for c in categories], colours.get(host)))
-    return series
-
-
-def _charts(doc: dict[str, Any]) -> list[Block]:
-    blocks: list[Block] = [Heading("Charts", page_break=True)]
-    colours = colours_of(doc)
-    for workload, model in measures(doc):
-        groups = [g for g in doc["groups"] if g["workload"] == workload and g["model"] == model]
-        name = f"{short_model(model)} {'training' if workload == 'train' else 'inference'}"
-        unit = groups[0]["unit"]
-        if workload == "train":
-            categories: list[Any] = [None]
-            names = ["training"]
-            # training groups of one host at several batch sizes are separate bars
-            groups = [dict(g, label=f"{g['label']} b{g['batch_size']}", host_label=g["label"]) if sum(
-                1 for h in groups if h["label"] == g["label"]) > 1 else g for g in groups]
-            groups = [dict(g, batch_size=None) for g in groups]
-        else:
-            categories = sorted({g["batch_size"] for g in groups})
-            names = [f"batch {c}" for c in categories]
-        has_ci = any(g["ci95"] for g in groups)
-        throughput = _bar_series(groups, categories, "throughput", has_ci, colours)
-        blocks.append(Chart(f"Throughput · {name}", svg.bar_chart(
-            f"Throughput · {name}", names, throughput, unit), 720, 320,
-            "Bars: median over repeats (or the single run); whiskers: bootstrap 95% interval." if has_ci
-            else "One run per host and batch size: no interval."))
-        work = WORK.get(workload, "units")
-        costs = _bar_series(groups, categories, "usd_per_1m", False, colours)
-        if any(v is not None for series in costs for v in series.values):
-            blocks.append(Chart(f"Cost per 1M {work} · {name}", svg.bar_chart(
-                f"Cost per 1M {work} · {name}", names, costs, f"USD per 1M {work}"), 720, 320,
-                f"usd_per_1m = usd_per_hour / 3600 / throughput × 1e6, at {doc['market'].replace('_', '-')} "
-                "prices. Lower is better; N/A where no price is known."))
-        else:
-            notes = sorted({g["price_note"] for g in groups if g["price_note"]})
-            blocks.append(Paragraph(f"Cost per 1M {work} · {name}: N/A — no host has a known price"
-                                    + (f" ({'; '.join(notes)})." if notes else "."), "note"))
-        if workload == "infer":
-            series = []
-            for label in dict.fromkeys(g["label"] for g in groups):
-                mine = sorted((g for g in groups if g["label"] == label and g["throughput"] is not None
-                               and g["latency_p99_ms"] is not None), key=lambda g: g["batch_size"])
-                series.append(svg.PointSeries(label, [(g["throughput"], g["latency_p99_ms"]) for g in mine],
-                                              [f"b{g['batch_size']}" for g in mine], colours.get(label)))
-            blocks.append(Chart(f"Latency vs throughput · {name}", svg.xy_chart(
-                f"p99 latency vs throughput · {name}", series, unit, "p99 latency (ms)", lines=False), 720, 320,
-                "Each point is one batch size (label b<N>); down and to the right is better."))
-    blocks += _utilisation(doc)
     return blocks
 
 
@@ -179,11 +56,11 @@ def _utilisation(doc: dict[str, Any]) -> list[Block]:
             by_metric.setdefault(metric, []).append(
                 svg.PointSeries(f"{run['ref']} {run['label']}" + ("" if metric == "Host CPU" else f" · {name}"),
                                 svg.thin([tuple(p) for p in points]), colour=colours.get(run["label"])))
+    heading = Heading("Utilisation over time", page_break=True)
     if not by_metric:
-        return [Paragraph("Utilisation over time: N/A — no telemetry samples were recorded for these runs.",
-                          "note")]
+        return [heading, Paragraph("N/A — no telemetry samples were recorded for these runs.", "note")]
     sources = sorted({s for run in doc["runs"] for s in run["telemetry"]["sources"]})
-    blocks: list[Block] = []
+    blocks: list[Block] = [heading]
     per_chart = len(svg.PALETTE)
     for metric in ("Accelerator utilisation", "Host CPU"):
         series = by_metric.get(metric, [])
@@ -215,6 +92,22 @@ def _methodology(doc: dict[str, Any]) -> list[Block]:
                      f"{join_values(m['min_iters'])} requests and "
                      f"{join_values(m['duration'])} s were reached. Percentiles come from every request; a p99 from "
                      "fewer than 100 requests is flagged. Throughput = completed samples ÷ wall time.")
+    if m.get("generate"):
+        items.append("Generate: each (batch, prompt tokens, new tokens) point runs in a fresh process; every call "
+                     "must produce exactly N new tokens (EOS off), and a short one fails the point. The first call "
+                     "(where static caches and graphs compile) is timed apart; warm-up calls follow, then timed "
+                     "calls until the minimum count and duration. TTFT is the first new token's time, TPOT = "
+                     "(E2E − TTFT)/(N − 1), output tok/s = B·N ÷ the median call's E2E.")
+    if m.get("serve"):
+        items.append("Serve: the agent starts the server (its load and first request kept apart, like a compile), "
+                     "then runs closed-loop concurrency levels and, with an SLO, a seeded Poisson rate search. "
+                     "Every streamed chunk is timestamped; failed, cut and short requests are errors. A level meets "
+                     "the SLO only if every term holds and its error rate is at most the stated bound (1% unless "
+                     "set); cost is quoted at the goodput point, the highest output tok/s meeting the SLO "
+                     "(without an SLO: the highest measured, saturation).")
+    if doc.get("partial"):
+        items.append("A sweep with a failed point (e.g. out of memory at its largest batch) is kept as partial: its "
+                     "finished points are compared and priced, the failed point is named with its sentence.")
     items.append("Compile handling: compile time never enters a throughput figure; it is shown with its own cost, "
                  "and whether the Neuron compile cache served it (cold vs cached).")
     counts: dict[str, int] = {}
@@ -289,7 +182,9 @@ def _runs(doc: dict[str, Any]) -> list[Block]:
     """One line per run (a list, not a table: long spec lines wrap without splitting a table row across pages)."""
     items = tuple(f"{r['ref']} · {r['run_id']} · {r['host']} ({r['label']}) · {r['status']} · created "
                   f"{(r['created_at'] or NA).replace('T', ' ').replace('Z', ' UTC')} · {_instance(r)} · "
-                  f"{r['telemetry']['buckets']} telemetry buckets — {r['spec_summary'] or NA}" for r in doc["runs"])
+                  f"{r['telemetry']['buckets']} telemetry buckets — {r['spec_summary'] or NA}"
+                  + "".join(f" · {f['point']} failed: {f['message']}" for f in r.get("failed_points") or [])
+                  for r in doc["runs"])
     blocks: list[Block] = [Heading("Runs"), Bullets(items)]
     node_rows = [(r["ref"], str(n["index"]), str(n["host"]), n["instance_type"] or NA,
                   (f"{n['ranks'][0]}–{n['ranks'][-1]}" if n.get("ranks") else NA), str(n["status"]),
@@ -315,7 +210,7 @@ def build_blocks(doc: dict[str, Any]) -> list[Block]:
                            Summary(tuple(doc["summary"]) or ("Nothing to compare: no run has a result.",))]
     blocks += _results(doc)
     blocks += scaling_section(doc)
-    blocks += _charts(doc)
+    blocks += _utilisation(doc)
     blocks += cost_details(doc)
     blocks += job_section(doc)
     blocks += _methodology(doc)

@@ -6,18 +6,20 @@ from typing import Any
 
 from app.core.numbers import NA, usd
 from app.reports.blocks import Block, Bullets, Heading, Table
-from app.reports.wording import measure_title, measures, num, short_model
+from app.reports.wording import measure_title, measures, num, shape_cell, short_model
 
 
 def cost_details(doc: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [Heading("Compile time and cost")]
     rows = []
     for r in doc["rows"]:
-        rows.append((r["label"], r["ref"] or "", str(r["batch_size"]), num(r["compile_s"], ".1f"),
+        rows.append((r["label"], r["ref"] or "", shape_cell(r), num(r["compile_s"], ".1f"),
                      usd(r["compile_usd"]), r.get("compile_cache") or NA))
-    blocks.append(Table(("Host", "Run", "Batch", "Compile s", "Compile $", "Compile cache"), tuple(rows),
+    blocks.append(Table(("Host", "Run", "Shape", "Compile or load s", "Compile $", "Compile cache"), tuple(rows),
                         (False, False, True, True, True, False),
-                        notes=("Compile time is kept out of every throughput figure and costed apart. Compile "
+                        notes=("Shape: batch (× sequence length); generate: batch · prompt/new tokens; serve: "
+                               "prompt/new tokens at the operating load, whose figure is the server's load time. "
+                               "Compile time is kept out of every throughput figure and costed apart. Compile "
                                "cache: cold (the compiler ran), cached (Neuron logged 'Using a cached neff'), "
                                "N/A (no compiler messages: an eager backend, or logs not captured).",)))
     blocks += benchmark_costs(doc)

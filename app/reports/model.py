@@ -11,9 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.core.clock_text import utc_iso
+from app.core.partial_runs import failed_points
 from app.core.runrecord import StoredRun, fingerprint, fingerprint_differences
+from app.core.serve_levels import level_rows, server_stack, slo_ttft_ms
 from app.core.specs import spec_summary
 from app.core.telemetry import utilisation_series
+from app.reports.wording import measure_title
 
 REPORT_SCHEMA = "neuronbench.report/1"
 
@@ -35,7 +38,7 @@ def _title(doc: dict[str, Any]) -> str:
     # A stored Result may lack its workload (null): sorted as text, never compared with None.
     measures = sorted({(g["workload"] or "", g["model"].split("(")[0].split(" ")[0]) for g in doc["groups"]})
     labels = list(dict.fromkeys(g["label"] for g in doc["groups"]))
-    what = "; ".join(f"{model} {'training' if workload == 'train' else 'inference'}" for workload, model in measures)
+    what = "; ".join(measure_title(workload, model) for workload, model in measures)
     return f"{what or 'Benchmark'} on {', '.join(labels) or 'no host'}"
 
 
@@ -69,6 +72,9 @@ def _run_entry(material: RunMaterial, row_labels: dict[str, str], ref: str,
         if train else None,
         "compile_cache": material.compile_cache,
         "cost": result.get("cost"),
+        # A partial sweep: the points that failed, each with its sentence (the finished ones are in the rows).
+        "failed_points": failed_points(result) if run.status == "partial" else [],
+        "serve": _serve(result) if run.workload == "serve" else None,
         # A multi-node run: each node's host, ranks, instance type, status and measured utilisation.
         "nodes": [{"index": n.get("index"), "host": n.get("host"), "ranks": n.get("ranks"), "status": n.get("status"),
                    "instance_type": (n.get("env") or {}).get("instance_type"),
@@ -78,6 +84,13 @@ def _run_entry(material: RunMaterial, row_labels: dict[str, str], ref: str,
                       "series": {name: [[round(t, 3), round(v, 2)] for t, v in points]
                                  for name, points in series.items()}},
     }
+
+
+def _serve(result: dict[str, Any]) -> dict[str, Any]:
+    """A serve run's server, SLO and every load level (the report's level table and its chart)."""
+    serve = result.get("serve") or {}
+    return {"stack": server_stack(result), "slo_text": serve.get("slo_text"), "slo_ttft_p99_ms": slo_ttft_ms(result),
+            "levels": level_rows(result)}
 
 
 def _methodology(materials: Sequence[RunMaterial], doc: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +108,8 @@ def _methodology(materials: Sequence[RunMaterial], doc: dict[str, Any]) -> dict[
         "warmup": warmups,
         "train": any(s.get("workload") == "train" for s in specs),
         "infer": any(s.get("workload") == "infer" for s in specs),
+        "generate": any(s.get("workload") == "generate" for s in specs),
+        "serve": any(s.get("workload") == "serve" for s in specs),
         "min_iters": sorted({s.get("min_iters") for s in specs if s.get("workload") == "infer"
                              and s.get("min_iters") is not None}),
         "duration": sorted({s.get("duration") for s in specs if s.get("workload") == "infer"
@@ -134,6 +149,7 @@ def build_report(materials: Sequence[RunMaterial], compare_doc: dict[str, Any], 
         "break_even": compare_doc.get("break_even"),
         "scaling": compare_doc.get("scaling") or [],
         "skipped": compare_doc.get("skipped"),
+        "partial": compare_doc.get("partial") or [],
         "runs": [_run_entry(m, row_labels, refs[m.run.run_id], priced_as.get(m.run.run_id)) for m in materials],
         "methodology": _methodology(materials, compare_doc),
     }

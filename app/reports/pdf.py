@@ -52,17 +52,45 @@ def _qt():
     return QtCore, QtGui, QtSvg
 
 
+def _kept_whole(block: Table, column: int, cell: str) -> bool:
+    """Figures, the first column (the host) and run ids must not break across lines; prose columns wrap."""
+    numeric = block.numeric or (False,) * len(block.header)
+    return (column < len(numeric) and numeric[column]) or column == 0 or bool(_RUN_ID.match(cell))
+
+
+def column_shares(block: Table) -> list[float]:
+    """Each column's share of the table's width, from what it must hold on one line.
+
+    Qt's table layout, left to itself, gives the slack to the widest column and squeezes narrow ones below
+    their header's longest word, which then wraps letter by letter ("B/a/t/c/h"): widths from the content
+    avoid that.  A column needs its longest word (header or cell) and, where a cell must stay whole, that cell.
+    """
+    needs = []
+    for column, header in enumerate(block.header):
+        need = 1.2 * max(len(word) for word in header.split() or [""])  # bold: wider letters
+        for row in block.rows:
+            cell = row[column] if column < len(row) else ""
+            whole = _kept_whole(block, column, cell)
+            need = max(need, len(cell) if whole else min(max((len(w) for w in cell.split()), default=0), 30))
+        needs.append(need + 2.5)  # the cell's padding and border, in characters
+    total = sum(needs) or 1.0
+    return [n / total for n in needs]
+
+
 def _table(block: Table, width_pct: int = 100) -> str:
     numeric = block.numeric or (False,) * len(block.header)
     font = "7.5pt" if len(block.header) > 8 else "8pt"
-    head = "".join(f'<th align="left">{escape(h)}</th>' for h in block.header)
+    shares = column_shares(block)
+    # A one-word header stays whole (Qt would otherwise break "Check" into "Chec" / "k" in a squeezed column).
+    head = "".join(f'<th align="left" width="{share * 100:.1f}%"'
+                   + (' style="white-space: nowrap;"' if len(h.split()) == 1 else "") + f">{escape(h)}</th>"
+                   for h, share in zip(block.header, shares, strict=True))
     rows = []
     for row in block.rows:
         cells = []
         for i, cell in enumerate(row):
             right = i < len(numeric) and numeric[i]
-            # Figures and run ids must not break across lines; prose columns wrap.
-            keep = right or i == 0 or _RUN_ID.match(cell)
+            keep = _kept_whole(block, i, cell)
             style = ' style="white-space: nowrap;"' if keep else ""
             cells.append(f'<td align="{"right" if right else "left"}"{style}>{escape(cell)}</td>')
         rows.append(f"<tr>{''.join(cells)}</tr>")

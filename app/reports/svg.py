@@ -18,6 +18,7 @@ FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 TEXT = "#222222"
 GRID = "#DDDDDD"
 AXIS = "#555555"
+LIMIT = "#D55E00"  # a limit the figures are held to (an SLO line)
 
 
 def colour(index: int) -> str:
@@ -199,13 +200,16 @@ def _axes_from(series: Sequence[PointSeries], y_max: float | None) -> tuple[list
 
 def xy_chart(title: str, series: Sequence[PointSeries], x_label: str, y_label: str, lines: bool = True,
              y_max: float | None = None, width: int = 720, height: int = 320, empty_text: str = "no data",
-             x_ticks: Sequence[float] | None = None) -> str:
+             x_ticks: Sequence[float] | None = None, limit: tuple[float, str] | None = None) -> str:
     """Lines (utilisation over time) or labelled points joined in order (latency vs throughput).
 
     ``x_ticks``: the x axis' ticks when the data says better than round numbers (whole node counts).
+    ``limit``: (y, its name): a dashed horizontal line, e.g. an SLO's p99 TTFT, always inside the axis.
     """
     c = _Canvas(width, height)
     legend_w = min(_legend_width([s.name for s in series]), width * 0.4)
+    if limit is not None and y_max is None:
+        y_max = max([y for s in series for _, y in s.points] + [limit[0]])
     auto_x, y_ticks = _axes_from(series, y_max)
     x_ticks = list(x_ticks) if x_ticks else auto_x
     frame = _Frame(c, 70, 34, width - legend_w - 10, height - 46, y_ticks)
@@ -222,6 +226,9 @@ def xy_chart(title: str, series: Sequence[PointSeries], x_label: str, y_label: s
     if not any(s.points for s in series):
         c.text((frame.left + frame.right) / 2, (frame.top + frame.bottom) / 2, empty_text, size=12,
                anchor="middle", fill="#888888")
+    if limit is not None:
+        c.line(frame.left, frame.y(limit[0]), frame.right, frame.y(limit[0]), LIMIT, 1.5, dash="6 4")
+        c.text(frame.right - 4, frame.y(limit[0]) + 14, limit[1], size=10, anchor="end", fill=LIMIT)  # under it
     fills = _colours(series)
     for si, s in enumerate(series):
         points = [(x_of(x), frame.y(y)) for x, y in s.points]

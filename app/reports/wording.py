@@ -39,3 +39,15 @@ def colours_of(doc: dict[str, Any]) -> dict[str, str]:
     """One colour per host label, the same in every chart of the report."""
     labels = dict.fromkeys(g["label"] for g in doc["groups"])
     return {label: svg.colour(i) for i, label in enumerate(labels)}
+
+
+def shape_cell(row: dict[str, Any]) -> str:
+    """What a row measured, in a few characters: ``8``, ``4 × 128``, ``2 · 16/8`` (generate: batch · prompt/new
+    tokens), ``16/8 at c=4`` (serve: prompt/new tokens at its operating load); never "None"."""
+    if row.get("workload") == "serve":
+        load = row.get("load_name") or "no level met the SLO"
+        return f"{row.get('input_len')}/{row.get('output_len')} at {load}"
+    text = NA if row.get("batch_size") is None else str(row["batch_size"])
+    if row.get("output_len") is not None:
+        return f"{text} · {row.get('input_len')}/{row.get('output_len')}"
+    return text + (f" × {row['seq_len']}" if row.get("seq_len") is not None else "")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.errors import NeuronBenchError
+from app.core.partial_runs import settled_status
 from app.core.quoting import quoted
 from app.core.run_ref import MIN_PREFIX, check_run_ref, prefix_too_short
 from app.core.runrecord import StoredRun, served_model
@@ -403,6 +404,9 @@ class RunStore:
                 db.execute("UPDATE runs SET status = 'unfinished' WHERE run_id = ? AND status = 'running'",
                            (run_id,))
         spec, result = _loads(spec), _loads(result)
+        settled = settled_status(status, result)  # a failed sweep that kept finished points, as stored before
+        if settled != status:
+            status, result = settled, dict(result, status=settled)
         if workload == "serve" and not str(model or "").startswith("hf:"):
             model = served_model(spec or {}, result) or model  # what the endpoint served, not the form's default
         return StoredRun(run_id=run_id, host=host, status=status, spec=spec, created_at=created,
@@ -456,6 +460,8 @@ class RunStore:
             params.append(host)
         if status == "unfinished":
             where.append("status IN ('running', 'unfinished')")
+        elif status == "partial":  # runs recorded before "partial" existed were stored as failed
+            where.append("status IN ('partial', 'failed')")
         elif status:
             where.append("status = ?")
             params.append(status)

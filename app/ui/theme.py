@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QApplication
 _SERIES = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 _PHASES = {"compile": "#D55E00", "warmup": "#E69F00", "measure": "#009E73", "setup": "#999999",
            "teardown": "#999999"}
-STATUS = {"ok": "#009E73", "running": "#0072B2", "failed": "#D55E00", "unknown": "#999999",
+STATUS = {"ok": "#009E73", "running": "#0072B2", "failed": "#D55E00", "unknown": "#999999", "partial": "#E69F00",
           "probing": "#E69F00", "cancelled": "#999999", "detached": "#56B4E9"}
 
 

@@ -150,8 +150,8 @@ def test_pdf_renders_to_a4_pages_with_the_reports_text(sample, run_cli, tmp_path
     text = subprocess.run(["pdftotext", "-layout", str(out_pdf), "-"], capture_output=True, text=True,
                           check=True).stdout
     flat = " ".join(text.split())
-    for phrase in ("Decision summary", "Results", "Charts", "Methodology", "Environment", "Prices", "Runs",
-                   "snapshot date unknown", f"page 1 of {pages}", f"page {pages} of {pages}",
+    for phrase in ("Decision summary", "Results", "Utilisation over time", "Methodology", "Environment", "Prices",
+                   "Runs", "snapshot date unknown", f"page 1 of {pages}", f"page {pages} of {pages}",
                    "the samples per dollar of trn1.2xlarge"):
         assert phrase in flat, phrase
     assert text.count("\f") >= pages - 1  # real page breaks

@@ -6,7 +6,7 @@ import copy
 import pytest
 
 from app.ui.models.run_state import LiveRunState
-from app.ui.widgets.live_run_view import known_figures
+from app.ui.widgets.live_figures import known_figures
 from tests.ui.conftest import recorded, spec_of
 from tests.ui.test_live_view_cpu_host import run_view
 

@@ -324,13 +324,14 @@ class LiveRunState:
 
     def _on_end(self, event: Event) -> None:
         self.status = str(event.get("status"))
-        self.activity = {"ok": "finished", "failed": "failed", "cancelled": "cancelled"}.get(self.status, self.status)
+        self.activity = {"ok": "finished", "failed": "failed", "cancelled": "cancelled",
+                         "partial": "finished, partly"}.get(self.status, self.status)
         self._log(self._rel(event["t"]), "info", f"run {self.status}")
 
     # ---------------------------------------------------------------- figures
     @property
     def finished(self) -> bool:
-        return self.status in ("ok", "failed", "cancelled", "detached")
+        return self.status in ("ok", "partial", "failed", "cancelled", "detached")
 
     @property
     def cpu_host(self) -> bool:

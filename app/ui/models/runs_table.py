@@ -9,8 +9,10 @@ from PySide6.QtGui import QPixmap
 from app.core.clock_text import local_time_text
 from app.core.cost import TYPE_FROM_AFTER_RUN, TYPE_FROM_PROBE, TYPE_FROM_PROFILE, type_from_label
 from app.core.model_text import model_label, model_tooltip
+from app.core.neuron_options import neuron_settings
 from app.core.numbers import figure
 from app.core.numbers import usd as usd_text
+from app.core.partial_runs import partial_sentence
 from app.core.quoting import SENTENCE_LIMIT, clean
 from app.core.runrecord import StoredRun
 from app.ui import theme
@@ -26,14 +28,16 @@ COLUMN_TIPS = {
     "Instance type": "the host's instance type: from its probe, its profile, or declared after the run",
     "Workload": "training or inference",
     "Model": "the model benchmarked: its source (timm, torchvision, hf, file) and name, the hf task",
-    "Backend": "the backend the agent used (neuron, xla, cuda, cpu)",
-    "Status": "ok, failed, cancelled; running while recorded; unfinished when the app stopped following it",
+    "Backend": "the backend the agent used (neuron, xla, cuda, cpu); on Neuron its stack (native or xla) and the "
+               "options the run set: eager mode, compiler flags and where they went, a cold compile",
+    "Status": "ok, partial (a sweep point failed; the finished ones are kept), failed, cancelled; running while "
+              "recorded; unfinished when the app stopped following it",
     "Result": "training: samples per second; inference: the best inferences per second over the batch sizes",
     "$ per 1M": "cost per million samples (training) or inferences (best batch size), at the price when it ran",
 }
 # The store's statuses, in the colours of theme.STATUS.
-_DOT = {"ok": "ok", "running": "running", "failed": "failed", "cancelled": "cancelled", "interrupted": "failed",
-        "unfinished": "detached"}
+_DOT = {"ok": "ok", "partial": "partial", "running": "running", "failed": "failed", "cancelled": "cancelled",
+        "interrupted": "failed", "unfinished": "detached"}
 _WORKLOAD = {"train": "training", "infer": "inference", "generate": "generate"}
 
 
@@ -103,6 +107,15 @@ def model_text(run: StoredRun) -> str:
     return model_label(run.model or spec.get("model") or "", spec.get("task") or "", spec.get("model_file"))
 
 
+def backend_text(run: StoredRun) -> str:
+    """``neuron (native, eager, cold compile, flags ... (NEURON_CC_FLAGS))``: the backend and the Neuron options."""
+    result, spec = run.result or {}, run.spec or {}
+    backend = result.get("backend") or spec.get("backend") or ""
+    stack = (result.get("backend_detail") or {}).get("stack") or spec.get("neuron_stack") or None
+    words = ([stack] if stack else []) + [w for w in neuron_settings(spec, stack) if not w.startswith("stack ")]
+    return backend + (f" ({', '.join(words)})" if words else "")
+
+
 def _cells(run: StoredRun) -> list[tuple[str, Any]]:
     """(text, sort value) per column."""
     result = run.result or {}
@@ -116,7 +129,7 @@ def _cells(run: StoredRun) -> list[tuple[str, Any]]:
         (run.instance_type or "unknown", run.instance_type or ""),
         (_WORKLOAD.get(run.workload or "", run.workload or ""), run.workload or ""),
         (model_text(run), model_text(run).lower()),
-        (result.get("backend") or (run.spec or {}).get("backend") or "", result.get("backend") or ""),
+        (backend_text(run), result.get("backend") or ""),
         (run.status, run.status),
         (text, -1.0 if value is None else value),  # N/A sorts below every measured number
         (usd_text(usd), float("inf") if usd is None else usd),
@@ -183,6 +196,8 @@ class RunsTableModel(QAbstractTableModel):
             error = (result.get("error") or {}).get("message")
             if run.status == "unfinished":
                 return "the app stopped following this run before it ended: Re-attach to follow it again"
+            if run.status == "partial":
+                return partial_sentence(result)
             return error or run.status
         if column == "Instance type":
             return instance_tooltip(run)

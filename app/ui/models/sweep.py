@@ -48,6 +48,7 @@ class SweepRow:
     tpot_p99_ms: float | None = None
     output_tok_s: float | None = None
     usd_per_1m_output: float | None = None
+    error: str | None = None  # a point that failed (a partial sweep): its sentence
 
     @property
     def key(self) -> Key:
@@ -159,7 +160,8 @@ class Sweep:
             row.tokens_per_s = measured.get("tokens_per_s")
             row.compile_s = measured.get("compile_s", row.compile_s)
             row.check = measured.get("check") or row.check
-            row.state, row.final = "done", True
+            row.error = (measured.get("error") or {}).get("message")
+            row.state, row.final = "failed" if measured.get("error") else "done", True
         costs = {(c.get("batch_size"), c.get("input_len"), c.get("output_len")): c.get("usd_per_1m_output_tokens")
                  for c in (result.get("cost") or {}).get("usd_per_1m_output_tokens") or []}
         for point in result.get("generate") or []:
@@ -174,6 +176,7 @@ class Sweep:
             row.compile_s = point.get("first_call_s", row.compile_s)
             row.check = point.get("check") or row.check
             row.usd_per_1m_output = costs.get((point["batch_size"], point["input_len"], point["output_len"]))
+            row.error = (point.get("error") or {}).get("message")
             row.state = "failed" if point.get("error") else "done"
             row.final = True
         train = result.get("train") or {}

@@ -110,6 +110,12 @@ class UtilisationCharts:
         self.heat.setColorMap(pg.colormap.get("viridis"))
         self.heat.setLevels((0, 100))
         heat_plot.addItem(self.heat)
+        # The strip's colour scale: which colour is idle and which is busy (0-100 % of each core).
+        self.colour_bar = pg.ColorBarItem(values=(0, 100), width=10, colorMap=pg.colormap.get("viridis"),
+                                          interactive=False, colorMapMenu=False)
+        self.colour_bar.setImageItem(self.heat, insert_in=heat_plot)
+        self.colour_bar.axis.setLabel("% busy")
+        self._style_colour_bar(pal)
         self.per_row = 1  # cores merged into one drawn row of the heat strip (by their maximum)
         self._heat_ring: Ring | None = None
         self._heat_key: tuple = ()
@@ -222,7 +228,15 @@ class UtilisationCharts:
     def restyle(self, pal: QPalette) -> None:
         self.pal = pal
         self.bars.restyle(pal)
+        self._style_colour_bar(pal)
         self._drawn_samples = -1
+
+    def _style_colour_bar(self, pal: QPalette) -> None:
+        axis = self.colour_bar.axis
+        colour = theme.plot_foreground(pal)
+        axis.setPen(colour)
+        axis.setTextPen(colour)
+        axis.setTicks([[(0, "0"), (50, "50"), (100, "100")]])
 
 
 class MemoryBars:

@@ -8,7 +8,6 @@ that did not change (STYLE.md habit 6).
 """
 from __future__ import annotations
 
-import contextlib
 import html
 from typing import Any
 
@@ -31,15 +30,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.cli.text import format_result
-from app.core.errors import NeuronBenchError
-from app.core.mfu import live_mfu, mfu_text
-from app.core.quoting import clean
+from app.core.quoting import SENTENCE_LIMIT, clean
 from app.core.serve_points import slo_limits
 from app.core.specs import spec_summary
 from app.core.step_window import ROLLING_STEPS
-from app.core.target_ci import interval_text
 from app.services.ec2.lease import STAGES as LAUNCH_STAGES
-from app.services.peaks import load_peak_table
 from app.ui import theme
 from app.ui.bridge import QUEUED, RunJob
 from app.ui.models.result_line import result_line
@@ -59,9 +54,11 @@ from app.ui.widgets.error_panel import describe_exception
 from app.ui.widgets.generate_chart import GenerateCharts
 from app.ui.widgets.host_memory_chart import HostMemoryChart
 from app.ui.widgets.latency_chart import LatencyChart
+from app.ui.widgets.live_figures import live_text
 from app.ui.widgets.log_pane import LogPane
-from app.ui.widgets.phase_band import PhaseBand
+from app.ui.widgets.phase_band import SERVE_LABELS, PhaseBand
 from app.ui.widgets.serve_chart import ServeCharts
+from app.ui.widgets.serve_sweep import ServeSweep
 from app.ui.widgets.sweep_view import CheckBanner, SweepTable
 
 MIN_X_SPAN_S = 5.0
@@ -104,25 +101,6 @@ def _set_text(label: QLabel, text: str) -> None:
         label.setText(text)
 
 
-def _num(value: float | None, fmt: str, unit: str = "") -> str:
-    return "N/A" if value is None else f"{value:{fmt}}{unit}"
-
-
-def known_figures(state: LiveRunState) -> list[str]:
-    """The interval as it shrinks (``±3.1 % (target ±2 %)``) and the rolling MFU while the run goes (a finished
-    run's line is the Result's: app/ui/models/result_line.py)."""
-    parts = []
-    if state.ci_pct is not None:
-        parts.append("95% interval " + interval_text(state.ci_pct, getattr(state.spec, "target_ci", None)))
-    mfu = None
-    if state.compute.get("flops_per_sample"):
-        with contextlib.suppress(NeuronBenchError):
-            mfu = live_mfu(state.compute, state.env, state.latest_throughput(), load_peak_table())
-    if mfu is not None:
-        parts.append(f"MFU <b>{mfu_text(mfu)}</b>")
-    return parts
-
-
 class LiveRunView(QFrame):
     """One host's run.  ``error_raised(title, message, detail)`` feeds the window's error panel."""
 
@@ -143,8 +121,11 @@ class LiveRunView(QFrame):
 
         # ---- header: who, what, how far
         self.dot = QLabel()
-        self.heading = QLabel(f"<b>{html.escape(clean(title))}</b> · {html.escape(clean(spec_summary(job.spec)))}")
+        # The whole summary, wrapped at words: clipped to one line it read "≥20 requests and ≥ finished".
+        self.heading = QLabel(f"<b>{html.escape(clean(title))}</b> · "
+                              f"{html.escape(clean(spec_summary(job.spec), SENTENCE_LIMIT))}")
         self.heading.setTextFormat(Qt.TextFormat.RichText)
+        self.heading.setWordWrap(True)
         self.heading.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.heading.setToolTip(clean(f"run {job.run_id} on {job.control.transport.describe()}"))
         self.activity = QLabel()
@@ -179,7 +160,7 @@ class LiveRunView(QFrame):
         generate = job.spec.workload == "generate"
         serve = job.spec.workload == "serve"
         # One phase band over each column of charts: each lines up with the time axes under it.
-        self.bands = [PhaseBand(pg.PlotItem(), pal) for _ in (0, 1)]
+        self.bands = [PhaseBand(pg.PlotItem(), pal, SERVE_LABELS if serve else None) for _ in (0, 1)]
         if train:
             self.main = new_plot(STEP_TITLE, "step time", pal, units="s")
             raw = theme.plot_foreground(pal)
@@ -233,7 +214,11 @@ class LiveRunView(QFrame):
         self.tabs.addTab(self.log, "Log")
         self.tabs.addTab(self.result_text, "Result")
         self.sweep_table: SweepTable | None = None
-        if not train:  # a row per compiled artefact: latency, samples/s, tokens/s, the check
+        self.serve_sweep: ServeSweep | None = None
+        if serve:  # a row per load level beside p99 TTFT by output tok/s
+            self.serve_sweep = ServeSweep(_slo(job.spec))
+            self.tabs.addTab(self.serve_sweep, "Sweep")
+        elif not train:  # a row per compiled artefact: latency, samples/s, tokens/s, the check
             self.sweep_table = SweepTable(job.spec.check)
             self.tabs.addTab(self.sweep_table, "Sweep")
         self.tabs.setDocumentMode(True)
@@ -303,7 +288,7 @@ class LiveRunView(QFrame):
     def on_done(self, result: dict[str, Any]) -> None:
         self.state.take_result(result)  # the priced Result: the status line shows its figures
         self.state.sweep.on_result(result)  # the Result's figures and checks for every row
-        if self.state.status not in ("ok", "failed", "cancelled"):
+        if self.state.status not in ("ok", "partial", "failed", "cancelled"):
             self.state.mark(str(result.get("status")), str(result.get("status")))
         self.result_text.setPlainText(format_result(result))
         if result.get("status") == "failed":
@@ -385,6 +370,8 @@ class LiveRunView(QFrame):
             band.update(phases, state.last_t, span)
         if self.serve_charts is not None:
             self.serve_charts.update(state.serve_levels)
+            if self.serve_sweep is not None:
+                self.serve_sweep.show_levels(state.serve_levels)
         elif self.generate_charts is not None:
             self.generate_charts.update(state.gen_calls.array(), span)
             if self.sweep_table is not None:
@@ -439,48 +426,8 @@ class LiveRunView(QFrame):
         return self.live_text()
 
     def live_text(self) -> str:
-        """The status line while the run goes on: the rolling figures and the host's newest sample."""
-        state = self.state
-        parts = []
-        if state.spec.workload == "serve":
-            level = state.serve_levels[-1] if state.serve_levels else None
-            if level is None:
-                return "no load level finished yet"
-            where = f"c={level.get('concurrency')}" if level.get("rate") is None else f"{level['rate']:.3g}/s"
-            parts.append(f"{len(state.serve_levels)} level(s); last {where}")
-            for label, metric in (("TTFT p99", "ttft_ms"), ("TPOT p99", "tpot_ms")):
-                parts.append(f"{label} <b>{_num((level.get(metric) or {}).get('p99'), '.3g', ' ms')}</b>")
-            parts.append(f"output <b>{_num(level.get('output_tok_s'), ',.1f', ' tok/s')}</b>")
-            if level.get("errors"):
-                parts.append(f"{level['errors']} error(s)")
-            return " · ".join(parts)
-        if state.spec.workload == "generate":
-            call = state.gen_calls.last()
-            for label, column in (("TTFT", 1), ("TPOT", 2)):
-                value = None if call is None or np.isnan(call[column]) else float(call[column])
-                parts.append(f"{label} <b>{_num(value, '.2f', ' ms')}</b>")
-            parts.append(f"output <b>{_num(state.latest_throughput(), ',.1f', ' tok/s')}</b>")
-            parts.extend(known_figures(state))
-            return " · ".join(parts)
-        if state.spec.workload == "train":
-            parts.append(f"step {state.progress.step}/{state.spec.steps}")
-            parts.append(f"step time (median of last {ROLLING_STEPS}) "
-                         f"<b>{_num(state.latest_step_median(), '.4f', ' s')}</b>")
-        else:
-            lat = state.latest_latency()
-            parts.append(f"p50 <b>{_num(lat[0] if lat else None, '.2f', ' ms')}</b>")
-            parts.append(f"p99 <b>{_num(lat[2] if lat else None, '.2f', ' ms')}</b>")
-        parts.append(f"throughput <b>{_num(state.latest_throughput(), ',.1f', ' samples/s')}</b>")
-        tokens = state.latest_tokens_per_s()  # text models: tokens/s beside samples/s
-        if tokens is not None:
-            parts[-1] += f" · <b>{tokens:,.0f} tokens/s</b>"
-        parts.extend(known_figures(state))
-        cpu, mem = state.latest_host()
-        parts.append(f"host CPU {_num(cpu, '.0f', '%')}")
-        parts.append(f"memory {_num(mem, '.0f', '%')}")
-        if state.refused:  # lines of the agent's that protocol v1 refused (the log says why)
-            parts.append(f"<b>{state.refused:,}</b> event{'s' if state.refused != 1 else ''} refused")
-        return " · ".join(parts)
+        """The status line while the run goes on (app/ui/widgets/live_figures.py)."""
+        return live_text(self.state)
 
     # ------------------------------------------------------------ palette (light/dark switch)
     def changeEvent(self, event) -> None:

@@ -14,6 +14,8 @@ from app.ui.widgets.charts import LEFT_AXIS_WIDTH
 LABEL_MIN_SHARE = 0.07  # a span narrower than this share of the axis is drawn without its name
 MAX_LABELS = int(1 / LABEL_MIN_SHARE) + 1  # at most this many spans can be wide enough to be named
 LABELS = {"setup": "setup", "compile": "compile", "warmup": "warm-up", "measure": "measure"}
+# serve: the agent's "compile" phase is the server starting and loading the model (transformers serve, vLLM)
+SERVE_LABELS = dict(LABELS, compile="server start/load")
 
 
 class PhaseBand:
@@ -24,9 +26,10 @@ class PhaseBand:
     wide enough to hold a name.
     """
 
-    def __init__(self, plot: pg.PlotItem, pal: QPalette) -> None:
+    def __init__(self, plot: pg.PlotItem, pal: QPalette, labels: dict[str, str] | None = None) -> None:
         self.plot = plot
         self.pal = pal
+        self.names = labels or LABELS
         # An empty left axis as wide as the charts' keeps the band's time axis over theirs.
         left = plot.getAxis("left")
         left.setWidth(LEFT_AXIS_WIDTH)
@@ -64,7 +67,7 @@ class PhaseBand:
         for i, label in enumerate(self.labels):
             if i < len(wide):
                 span, start = wide[i]
-                label.setText(LABELS.get(span.name, span.name)
+                label.setText(self.names.get(span.name, span.name)
                               + (f" {span.batch_size}" if span.batch_size is not None else "")
                               + (f"·s{span.seq_len}" if span.seq_len is not None else ""))
                 label.setPos(start, 0.5)

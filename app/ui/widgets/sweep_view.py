@@ -63,15 +63,7 @@ class SweepTable(QTableWidget):
                      _num(row.compile_s, ".2f"), f"{row.requests:,}", _num(row.p50_ms, ".2f"), _num(row.p90_ms, ".2f"),
                      _num(row.p99_ms, ".2f"), _num(row.samples_per_s, ",.1f"),
                      *([_num(row.tokens_per_s, ",.0f")] if text else []), check]
-            for column, value in enumerate(cells):
-                item = self.item(index, column)
-                if item is None:
-                    item = QTableWidgetItem()
-                    self.setItem(index, column, item)
-                item.setText(value)
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                item.setToolTip(row.problem or tip if column == len(cells) - 1 else (row.problem or ""))
-                item.setForeground(error if row.problem else self.palette().text())
+            self._fill_row(index, cells, row, tip, error)
 
     def _generate_rows(self, sweep: Sweep) -> None:
         """generate: a row per (batch, prompt, new tokens) point with TTFT, TPOT, output tok/s and $/1M out."""
@@ -89,15 +81,19 @@ class SweepTable(QTableWidget):
                      f"{row.requests:,}", _num(row.ttft_p50_ms, ".2f"), _num(row.ttft_p99_ms, ".2f"),
                      _num(row.tpot_p50_ms, ".2f"), _num(row.tpot_p99_ms, ".2f"), _num(row.output_tok_s, ",.1f"),
                      "N/A" if row.usd_per_1m_output is None else f"${row.usd_per_1m_output:,.3g}", check]
-            for column, value in enumerate(cells):
-                item = self.item(index, column)
-                if item is None:
-                    item = QTableWidgetItem()
-                    self.setItem(index, column, item)
-                item.setText(value)
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                item.setToolTip(row.problem or tip if column == len(cells) - 1 else (row.problem or ""))
-                item.setForeground(error if row.problem else self.palette().text())
+            self._fill_row(index, cells, row, tip, error)
+
+    def _fill_row(self, index: int, cells: list[str], row: SweepRow, tip: str, error: QBrush) -> None:
+        """One row's cells, right-aligned; a failed point's sentence (or a wrong check's) on every tooltip."""
+        for column, value in enumerate(cells):
+            item = self.item(index, column)
+            if item is None:
+                item = QTableWidgetItem()
+                self.setItem(index, column, item)
+            item.setText(value)
+            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            item.setToolTip(row.error or (row.problem or tip if column == len(cells) - 1 else (row.problem or "")))
+            item.setForeground(error if row.problem else self.palette().text())
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

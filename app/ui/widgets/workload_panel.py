@@ -25,6 +25,8 @@ from app.core.specs import build_spec, flag_for, host_fit_problem, parse_batch_s
 from app.ui import theme
 from app.ui.widgets.model_field import ModelField
 from app.ui.widgets.model_inputs import ModelInputs
+from app.ui.widgets.neuron_inputs import LABELS as NEURON_LABELS
+from app.ui.widgets.neuron_inputs import NeuronInputs
 from remote_agent.protocol import BACKENDS, DATA_SOURCES, PRECISIONS, SERVERS, WORKLOADS, RunSpec
 
 DEFAULT_PRESET = "quickstart"
@@ -57,7 +59,8 @@ def form_of(spec: RunSpec, preset: Any) -> dict[str, Any]:
         "input_lens": ",".join(str(n) for n in spec.input_lens),
         "output_lens": ",".join(str(n) for n in spec.output_lens), "compile": spec.compile,
         "concurrency": ",".join(str(n) for n in spec.concurrency), "server": spec.server or "transformers",
-        "slo": spec.slo,
+        "slo": spec.slo, "neuron_stack": spec.neuron_stack, "neuron_mode": spec.neuron_mode,
+        "neuron_cc_flags": spec.neuron_cc_flags, "cold_compile": not spec.compile_cache_reuse,
     }
 
 
@@ -145,6 +148,7 @@ class WorkloadPanel(QWidget):
         self.slo = QLineEdit()
         self.slo.setPlaceholderText("e.g. ttft_p99=2000ms,tpot_p99=100ms or mlperf-server (optional)")
         self._host_envs: dict[str, dict[str, Any]] = {}
+        self.neuron = NeuronInputs()
 
         self.fields: dict[str, QWidget] = {
             "workload": self.workload, "model": self.model, "model_args": self.model_args,
@@ -153,7 +157,7 @@ class WorkloadPanel(QWidget):
             "steps": self.steps, "warmup": self.warmup, "duration": self.duration, "min_iters": self.min_iters,
             "nproc": self.nproc, "workers": self.workers, "data": self.data, "target_ci": self.target_ci,
             "input_lens": self.input_lens, "output_lens": self.output_lens, "compile": self.compile,
-            "concurrency": self.concurrency, "server": self.server, "slo": self.slo,
+            "concurrency": self.concurrency, "server": self.server, "slo": self.slo, **self.neuron.widgets(),
         }
         labels = {"workload": "Workload", "model": "Model", "model_args": "Model args", "task": "Task",
                   "seq_lens": "Sequence length(s)", "check": "Numerical check", "backend": "Backend",
@@ -161,7 +165,8 @@ class WorkloadPanel(QWidget):
                   "warmup": "Warm-up", "duration": "Duration", "min_iters": "Min. requests",
                   "nproc": "Cores / processes", "workers": "Loader workers", "data": "Input data",
                   "target_ci": "Measure", "input_lens": "Prompt tokens", "output_lens": "New tokens",
-                  "compile": "Compile", "concurrency": "Concurrency", "server": "Server", "slo": "SLO"}
+                  "compile": "Compile", "concurrency": "Concurrency", "server": "Server", "slo": "SLO",
+                  **NEURON_LABELS}
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.form.addRow("Preset", self.preset)
@@ -185,6 +190,7 @@ class WorkloadPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(self.form)
         layout.addWidget(self.model_inputs.stored_note)
+        layout.addWidget(self.neuron.note)
         layout.addWidget(self.message)
 
         self.preset.currentIndexChanged.connect(self._on_preset)
@@ -226,7 +232,7 @@ class WorkloadPanel(QWidget):
             "data": self.data.currentData(), "target_ci": self.target_ci.value(),
             "input_lens": self.input_lens.text(), "output_lens": self.output_lens.text(),
             "compile": self.compile.isChecked(), "concurrency": self.concurrency.text(),
-            "server": self.server.currentData(), "slo": self.slo.text(),
+            "server": self.server.currentData(), "slo": self.slo.text(), **self.neuron.form_values(),
         }
 
     def set_form_values(self, values: dict[str, Any]) -> None:
@@ -255,6 +261,7 @@ class WorkloadPanel(QWidget):
                     self.fields[name].setValue(float(values[name]))  # type: ignore[attr-defined]
             if isinstance(values.get("compile"), bool):
                 self.compile.setChecked(values["compile"])
+            self.neuron.set_form_values(values)
             self._set_combo_data(self.preset, values.get("preset", CUSTOM))
         finally:
             self._filling = False
@@ -304,7 +311,8 @@ class WorkloadPanel(QWidget):
                           precision=self.precision.currentText(), batch_sizes=sizes, steps=self.steps.value(),
                           warmup=self.warmup.value(), duration=self.duration.value(),
                           min_iters=self.min_iters.value(), nproc=self.nproc.value(), workers=self._workers(),
-                          data=self.data.currentData(), target_ci=self.target_ci.value() or None, **model)
+                          data=self.data.currentData(), target_ci=self.target_ci.value() or None, **model,
+                          **self.neuron.spec_changes())
         self.model_inputs.check_config(spec)
         return spec
 
@@ -342,6 +350,7 @@ class WorkloadPanel(QWidget):
         """The probes of the hosts ticked to run on: the form is also checked against what they have."""
         if envs != self._host_envs:
             self._host_envs = dict(envs)
+            self._show_neuron_rows()
             self.validate()
 
     def _check_hosts(self, spec: RunSpec) -> None:
@@ -443,6 +452,7 @@ class WorkloadPanel(QWidget):
             self._filling = True
             self.preset.setCurrentIndex(0)
             self._filling = False
+        self._show_neuron_rows()
         self.validate()
         self.edited.emit()
 
@@ -473,6 +483,11 @@ class WorkloadPanel(QWidget):
                 self.form.setRowVisible(self.fields[name], True)
         for name in ("task", "seq_lens"):
             self.labels[name].setEnabled(self.fields[name].isEnabled())
+        self._show_neuron_rows()
+
+    def _show_neuron_rows(self) -> None:
+        """The Neuron rows where they apply (the backend, the ticked hosts' stacks), and the note saying them."""
+        self.neuron.show_rows(self.form, self.current_workload(), self.backend.currentText(), self._host_envs)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
