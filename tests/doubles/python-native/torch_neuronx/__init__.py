@@ -114,7 +114,7 @@ def _synchronize(device=None):
     _SYNCS[0] += 1
 
 
-def visible_cores():
+def _visible_cores():
     """The logical NeuronCores this process sees: NEURON_RT_VISIBLE_CORES (``0``, ``2-3``, ``0,2``) or all."""
     every = list(range(int(os.environ.get("NEURONBENCH_FAKE_NEURON_CORES", "2"))))
     text = os.environ.get("NEURON_RT_VISIBLE_CORES", "").strip()
@@ -131,14 +131,14 @@ def visible_cores():
 
 
 def _device_count():
-    return len(visible_cores())
+    return len(_visible_cores())
 
 
 def _open_runtime():
     """The runtime opens on first use: the process then holds its visible cores, as neuron-monitor lists."""
     if _RUNTIME:
         return
-    _RUNTIME.append(visible_cores())
+    _RUNTIME.append(_visible_cores())
     folder = os.environ.get("NEURONBENCH_FAKE_NEURON_RUNTIMES")
     if folder:
         os.makedirs(folder, exist_ok=True)

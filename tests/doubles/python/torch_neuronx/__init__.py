@@ -125,7 +125,7 @@ class _Static(torch.nn.Module):
         return self.inner(*checked)
 
 
-def trace(func, example_inputs, *_, input_output_aliases=None, compiler_workdir=None, compiler_args=None,
+def trace(func, example_inputs, *_, input_output_aliases={}, compiler_workdir=None, compiler_args=None,  # noqa: B006
           partitioner_config=None, inline_weights_to_neff=True, cpu_backend=False):
     example = _as_tuple(example_inputs)
     args = compiler_args.split() if isinstance(compiler_args, str) else [str(a) for a in compiler_args or []]
@@ -149,10 +149,10 @@ def trace(func, example_inputs, *_, input_output_aliases=None, compiler_workdir=
 class DataParallel:
     """One model copy per NeuronCore in ``device_ids``; each call splits its input over them."""
 
-    def __init__(self, module, device_ids=None, dim=0, set_dynamic_batching=True):
+    def __init__(self, model, device_ids=None, dim=0, set_dynamic_batching=True):
         if dim != 0:
             raise ValueError("this stand-in splits along dim 0 only")
-        self.module = module
+        self.module = module = model
         self.device_ids = list(device_ids) if device_ids is not None else [0]
         self.dynamic = set_dynamic_batching
         self.compiled_batch = int(module.compiled_batch[0]) if hasattr(module, "compiled_batch") else None
