@@ -25,7 +25,7 @@ Rules kept (one ``- rule:`` a block, its sources under it):
   (the subprocess without a cwd, and the error's words, as in [TRPY] ``hlo_compile``)
 - rule: Neuron's persistent compile cache does not apply to ``trace``: each call compiles.
   source: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-features/neuron-caching.html
-- rule: ``DataParallel(module, device_ids=None, dim=0, set_dynamic_batching=True)``: one copy of the module
+- rule: ``DataParallel(model, device_ids=None, dim=0, set_dynamic_batching=True)``: one copy of the module
   per NeuronCore, each input split along ``dim``; with dynamic batching off,
   ``input.shape[dim] / len(device_ids) == compilation_input.shape[dim]`` or it raises; with it on, the batch is
   cut into compiled-batch pieces spread over the cores; outputs are joined along ``dim``.
