@@ -124,9 +124,14 @@ def neuron_problem(spec: Any, env: Dict[str, Any]) -> Optional[str]:
                 "sizes and lengths to sweep instead, one compile each")
     if not env.get("neuron_cores"):
         return None  # no device at all: the backend's own sentence (driver, venv) says it
-    problem = stack_problem(spec.neuron_stack, env)
-    if problem is None and spec.workload == "infer" and spec.nproc > 1 and \
-            (spec.neuron_stack or env.get("neuron_stack")) == "native":
-        problem = ("inference --nproc %d: on the native Neuron stack a request runs on one logical NeuronCore "
-                   "(torch_neuronx.DataParallel is the XLA stack's); run with --nproc 1" % spec.nproc)
-    return problem
+    return stack_problem(spec.neuron_stack, env)
+
+
+def native_data_parallel(spec: Any, env: Dict[str, Any]) -> bool:
+    """Whether an inference runs one process per logical NeuronCore: ``--nproc N`` on the native Neuron stack.
+
+    TorchNeuron has no ``torch_neuronx.DataParallel`` (the XLA stack's, one process splitting each batch):
+    each process holds its own core (``NEURON_RT_VISIBLE_CORES``), and the requests of all are merged.
+    """
+    return (spec.workload == "infer" and spec.nproc > 1 and effective_backend(spec.backend, env) == "neuron"
+            and (spec.neuron_stack or env.get("neuron_stack")) == "native")

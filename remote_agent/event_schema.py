@@ -188,7 +188,7 @@ EVENT_SCHEMAS: Dict[str, Dict[str, Any]] = {
                "?processes": nullable([{"?pid": "int?", "?cores": nullable(["int?"]), "?completed": "num?",
                                         "?errors": "num?", "?latency_p50_s": "num?", "?latency_p99_s": "num?",
                                         "?device_mem": "num?", "?host_mem": "num?", "?cpu_pct": "num?",
-                                        "?command": "str?"}]),
+                                        "?command": "str?", "?run": "bool?"}]),
                "?missing": nullable({"*": "str"})},
     "log": {"level": "str", "message": "str", "?pid": "int?"},
     "serve_level": {"level": SERVE_LEVEL},

@@ -89,7 +89,7 @@ def summarize_infer(size: Dict[str, Any]) -> Dict[str, Any]:
     """One ``infer`` row from the summary of a worker of one batch size (and sequence length)."""
     keys = ("batch_size", "seq_len", "samples_per_request", "compile_s", "compile", "iterations", "wall_s",
             "latency_ms",
-            "throughput_per_s", "tokens_per_s", "p99_reliable", "check")
+            "throughput_per_s", "tokens_per_s", "p99_reliable", "check", "data_parallel")
     row = {key: size.get(key) for key in keys}
     stopping = size.get("stopping") or {}
     row.update(stopping_fields(stopping, stopping.get("ci_pct")))

@@ -18,7 +18,13 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
-from remote_agent.capacity import multinode_problem, multinode_warnings, neuron_problem, nproc_problem
+from remote_agent.capacity import (
+    multinode_problem,
+    multinode_warnings,
+    native_data_parallel,
+    neuron_problem,
+    nproc_problem,
+)
 from remote_agent.diskspace import LineAppender, Reserve, full_sentence, is_disk_full
 from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.filewatch import FileWatch
@@ -83,7 +89,13 @@ class Launch:
             "" if self.seq_len is None else ", sequence length %d" % self.seq_len)
 
 
-def plan_launches(spec: RunSpec, run: RunDir, node: Optional[NodePlacement] = None) -> List[Launch]:
+def plan_launches(spec: RunSpec, run: RunDir, node: Optional[NodePlacement] = None,
+                  data_parallel: bool = False) -> List[Launch]:
+    """The workload processes of a run, in order.
+
+    ``data_parallel``: each inference shape runs as ``--nproc`` processes, one per logical NeuronCore
+    (torchrun), as the native Neuron stack does (capacity.native_data_parallel).
+    """
     base = ["_worker", run.path]
     if spec.workload == "serve":  # one process owns the server and the load (remote_agent/workloads/serve.py)
         return [Launch(0, agent_command() + base + ["0"], None)]
@@ -103,9 +115,12 @@ def plan_launches(spec: RunSpec, run: RunDir, node: Optional[NodePlacement] = No
     # Inference: one fresh process per static shape (Neuron compiles each one; its runtime must never
     # be forked), batch sizes outer, sequence lengths inner.
     shapes = [(size, length) for size in spec.batch_sizes for length in (spec.seq_lens or (None,))]
-    return [Launch(i, agent_command() + base + [str(i), "--batch-size", str(size)]
-                   + ([] if length is None else ["--seq-len", str(length)]), size, length)
-            for i, (size, length) in enumerate(shapes)]
+    launches = []
+    for i, (size, length) in enumerate(shapes):
+        args = base + [str(i), "--batch-size", str(size)] + ([] if length is None else ["--seq-len", str(length)])
+        argv = agent_command() + (["_exec", "--"] + torchrun_command(spec.nproc, args) if data_parallel else args)
+        launches.append(Launch(i, argv, size, length))
+    return launches
 
 
 def generate_points(spec: RunSpec) -> List[Tuple[int, int, int]]:
@@ -446,7 +461,8 @@ class Supervisor:
             self.error = self.preflight(spec, env) or self.error  # a full disk already said why
             self.extra_env = node_env(self.node, spec, env)
             self.warnings.extend(multinode_warnings(spec.nnodes, spec.backend, env))
-            for launch in [] if self.error else plan_launches(spec, self.run, self.node):
+            launches = [] if self.error else plan_launches(spec, self.run, self.node, native_data_parallel(spec, env))
+            for launch in launches:
                 if self.cancelled or self.disk_full:
                     break
                 self.launch_error = None

@@ -56,7 +56,74 @@ def native_python() -> tuple[Path | None, str]:
     return python, ""
 
 
+# --------------------------------------------------------------------- timm and torchvision on the native stack
+# PyPI's torchvision for torch 2.13 (0.28.0) is a CUDA build: its C++ ops (_C.so: nms, roi_align, the detection
+# ops) need libtorch_cuda, so they do not load beside torch 2.13.0+cpu, and then ``import torchvision`` dies in
+# its own _meta_registrations.py registering a fake for ``torchvision::nms``, an op that was never defined.
+# PyTorch's CPU build of torchvision is on download.pytorch.org, which this machine cannot reach.  The
+# classification models (all NeuronBench runs) are pure Python and need none of those ops: a two-line schema
+# for ``nms``/``qnms``, defined just before torchvision first imports (a .pth in the venv, lazy), lets the
+# import finish; the ops still raise if called.  NEURONBENCH_TEST_NO_TORCHVISION_SCHEMA=1 turns it off, and the
+# import fails as on a host with a mismatched torchvision (tests/e2e/test_neuron_native.py shows its sentence).
+VISION = ["torchvision==0.28.0", "timm==1.0.31", "pillow==13.0.0"]
+VISION_STAMP = VENV / (".made-" + "-".join(VISION).replace("==", "-"))
+_SCHEMA_HOOK = '''"""Test venv only (tests/native_venv.py): torchvision's nms/qnms schemas, before it imports."""
+import importlib.abc
+import os
+import sys
+
+
+class _Hook(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "torchvision":
+            return None
+        sys.meta_path.remove(self)
+        import torch
+
+        lib = torch.library.Library("torchvision", "FRAGMENT")
+        for schema in ("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+                       "qnms(Tensor qdets, Tensor scores, float iou_threshold) -> Tensor"):
+            try:
+                lib.define(schema)
+            except RuntimeError:  # a torchvision whose ops did load defined it already
+                pass
+        sys.modules[__name__ + ".lib"] = lib
+        return None
+
+
+if os.environ.get("NEURONBENCH_TEST_NO_TORCHVISION_SCHEMA") != "1":
+    sys.meta_path.insert(0, _Hook())
+'''
+
+
+def native_vision_python() -> tuple[Path | None, str]:
+    """The native venv with timm and torchvision added (once: about 15 MB, a few seconds), or why not."""
+    python, why = native_python()
+    if python is None or VISION_STAMP.exists():
+        return python, why
+    with open(str(VENV) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if VISION_STAMP.exists():
+            return python, ""
+        site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True).stdout.strip()
+        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", *VISION],
+                              capture_output=True, text=True)
+        if done.returncode != 0 or not site:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
+            return None, f"cannot add timm and torchvision to the torch 2.13 test venv: {tail[0]}"
+        Path(site, "_neuronbench_torchvision_schema.py").write_text(_SCHEMA_HOOK)
+        Path(site, "_neuronbench_torchvision_schema.pth").write_text("import _neuronbench_torchvision_schema\n")
+        check = subprocess.run([str(python), "-c", "import timm, torchvision; torchvision.models.resnet18()"],
+                               capture_output=True, text=True)
+        if check.returncode != 0:
+            tail = (check.stderr or check.stdout).strip().splitlines()[-1:] or ["(no output)"]
+            return None, f"timm and torchvision do not import in the torch 2.13 test venv: {tail[0]}"
+        VISION_STAMP.write_text("\n".join(VISION) + "\n")
+    return python, ""
+
+
 if __name__ == "__main__":
-    made, why = native_python()
+    made, why = native_vision_python()
     print(made or why)
     sys.exit(0 if made else 1)

@@ -271,6 +271,11 @@ def format_telemetry(telemetry: dict[str, Any] | None) -> list[str]:
     lines = []
     if measure:
         devices = [d for d in measure.get("devices") or [] if d.get("util_mean_pct") is not None]
+        # Where neuron-monitor's runtimes were told apart, the run's utilisation is its own cores', not a
+        # neighbour's job on the others (remote_agent/monitor/digest.py).
+        others = [p for p in measure.get("other_processes") or [] if p.get("cores")]
+        if any(d.get("held_by") == "run" for d in devices):
+            devices = [d for d in devices if d.get("held_by") == "run"]
         if devices:
             means = [d["util_mean_pct"] for d in devices]
             p95 = max((d["util_p95_pct"] for d in devices if d.get("util_p95_pct") is not None), default=None)
@@ -279,6 +284,10 @@ def format_telemetry(telemetry: dict[str, Any] | None) -> list[str]:
             # A CPU host is one device, its vCPUs together: "1 CPU" read as if one of them had been measured.
             which = ("the host's vCPUs together" if [d.get("kind") for d in devices] == ["cpu"]
                      else f"{len(devices)} {kinds}{'s' if len(devices) > 1 else ''}{spread}")
+            if others:
+                which += "; not counted: " + ", ".join(
+                    f"pid {p.get('pid')} on core{'s' if len(p['cores']) > 1 else ''} "
+                    f"{','.join(str(c) for c in p['cores'])}" for p in others)
             lines.append(f"  utilisation mean {sum(means) / len(means):.1f}% while measuring, p95 {_num(p95, '.1f')}% "
                          f"({which})")
         else:

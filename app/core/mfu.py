@@ -9,7 +9,8 @@ the matmuls ran in (``matmul_dtype``).  Here they meet the sourced peak table:
 
 Devices used: every training process has its own NeuronCore or GPU (``world_size`` =
 --nproc x nodes); a Neuron inference request feeds one traced copy per NeuronCore
-(``samples_per_request / batch_size`` of them); a GPU inference uses one GPU.
+(``samples_per_request / batch_size`` of them) on the XLA stack, one process per NeuronCore
+(``data_parallel.processes``) on the native stack; a GPU inference uses one GPU.
 Where a figure is missing, ``mfu`` is None and ``mfu_basis["missing"]`` says why.
 """
 from __future__ import annotations
@@ -39,6 +40,8 @@ def _devices(part: dict[str, Any], result: dict[str, Any], training: bool) -> in
     spec = result.get("spec") or {}
     if training:
         return int(part.get("world_size") or (spec.get("nproc") or 1) * (spec.get("nnodes") or 1))
+    if (part.get("data_parallel") or {}).get("processes"):
+        return int(part["data_parallel"]["processes"])  # native Neuron: one process per logical NeuronCore
     if result.get("backend") == "neuron" and part.get("batch_size") and part.get("samples_per_request"):
         return max(1, int(part["samples_per_request"]) // int(part["batch_size"]))
     return 1

@@ -13,6 +13,7 @@ import os
 import shlex
 import shutil
 import sys
+import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from remote_agent.backends import trace_cache
@@ -27,11 +28,15 @@ def compiler_args(flags: str) -> List[str]:
     return shlex.split(flags or "")
 
 
-def compiler_line(workdir: str) -> Optional[str]:
-    """The compiler's own error line from the log it left in ``workdir`` (None when it left none)."""
+def compiler_line(workdir: str, since: Optional[float] = None) -> Optional[str]:
+    """The compiler's own error line from the log it left in ``workdir`` (None when it left none, or, with
+    ``since``, only an older one: another compile's)."""
     for name in ("log-neuron-cc.txt", "neuronx-cc.log"):
+        path = os.path.join(workdir, name)
         try:
-            with open(os.path.join(workdir, name), errors="replace") as handle:
+            if since is not None and os.path.getmtime(path) < since:
+                continue
+            with open(path, errors="replace") as handle:
                 lines = [line.strip() for line in handle if line.strip()]
         except OSError:
             continue
@@ -118,13 +123,12 @@ class NeuronBackend(XlaBackend):
             path = cached
         else:
             compile_dir = os.path.join(workdir, "neuron-compile-%s" % tag)
+            started = time.time() - 1.0  # a file system's mtime may be a second coarse
             try:
                 traced = torch_neuronx.trace(model, example, compiler_workdir=compile_dir,
                                              compiler_args=args or None)
             except Exception as exc:
-                said = compiler_line(compile_dir) or (str(exc).splitlines() or [type(exc).__name__])[0]
-                raise RuntimeError("neuronx-cc could not compile the model (%s): %s; the compiler's files are "
-                                   "kept in %s" % (tag, said, compile_dir)) from exc
+                raise RuntimeError(self._trace_failure(exc, tag, compile_dir, started)) from exc
             # The seed saves the traced model and loads it back: serving loads a saved artefact, so we
             # time what serving runs.
             torch.jit.save(traced, path)
@@ -146,6 +150,29 @@ class NeuronBackend(XlaBackend):
                 return loaded(*inputs)
 
         return run
+
+    @staticmethod
+    def _trace_failure(exc: Exception, tag: str, compile_dir: str, started: float) -> str:
+        """The sentence of a failed trace, with the compiler's own cause.
+
+        neuronx-cc writes its log (``log-neuron-cc.txt``, a relative name) into the directory it runs in: the
+        trace's process's working directory, not ``compiler_workdir``.  The log is copied into the kept
+        folder, so that the folder the sentence names holds it (and the next shape's compile cannot
+        overwrite it).
+        """
+        said = compiler_line(compile_dir)
+        if said is None:
+            said = compiler_line(os.getcwd(), since=started)
+            if said is not None:
+                try:
+                    os.makedirs(compile_dir, exist_ok=True)
+                    shutil.copyfile(os.path.join(os.getcwd(), "log-neuron-cc.txt"),
+                                    os.path.join(compile_dir, "log-neuron-cc.txt"))
+                except OSError:
+                    pass  # the sentence already carries the compiler's line
+        said = said or (str(exc).splitlines() or [type(exc).__name__])[0]
+        return "neuronx-cc could not compile the model (%s): %s; the compiler's files are kept in %s" % (
+            tag, said, compile_dir)
 
     def inference_batch(self, batch_size: int) -> int:
         return batch_size * self.spec.nproc

@@ -6,12 +6,15 @@ length; ``dynamic=True`` is rejected), bf16 through ``torch.autocast("neuron", d
 ``torch.accelerator.synchronize()`` closing every timed region, ``init_process_group("neuron")`` with
 one process per logical NeuronCore.  Compiler flags go through ``NEURON_CC_FLAGS``.
 
-Compile time is kept apart: from ``torch.neuron.get_dynamo_metrics()`` where the library reports it,
-else from the first call's gap over a steady call, and the Result says which.  Cold or warm: NEFFs land
-in ``TORCH_NEURONX_NEFF_CACHE_DIR``, pinned per host (not per run) so the second run loads them; a compile
-that added no NEFF there was served from the cache.  Ops that fell back to the host CPU
-(``torch_neuronx.get_fallback_ops()``) are named in the Result and warned about; a run where nothing ran
-on the device is refused.  Fallback execution of a graph that failed to compile stays off.
+Compile time is kept apart: from ``torch.neuron.get_dynamo_metrics()`` where the library reports it (a list
+of ``NeuronCompilationMetrics`` objects; older builds gave dicts), else from the first call's gap over a steady
+call, and the Result says which.  Cold or warm: NEFFs land in ``TORCH_NEURONX_NEFF_CACHE_DIR`` (as
+``<key>/<key>.neff``), pinned per host (not per run) so the second run loads them; a compile that added no
+``.neff`` there was served from the cache.  Inference over ``--nproc N`` logical cores is data parallel: one
+process per core (torchrun), each pinned with ``NEURON_RT_VISIBLE_CORES``, the requests of all merged.
+Ops that fell back to the host CPU (``torch_neuronx.get_fallback_ops()``) are named in the Result and warned
+about; a run where nothing ran on the device is refused.  Fallback execution of a graph that failed to
+compile stays off.
 """
 from __future__ import annotations
 
@@ -36,11 +39,29 @@ def neff_cache_dir(spec: Any) -> str:
     return spec.compile_cache or os.path.join(agent_home(), "neff-cache")
 
 
-def _count_files(path: str) -> int:
+def _count_neffs(path: str) -> int:
+    """Compiled graphs in the NEFF cache: its ``.neff`` files (not a lock, not a NEFF still being written)."""
     total = 0
     for _root, _dirs, files in os.walk(path):
-        total += len(files)
+        total += sum(1 for name in files if name.endswith(".neff"))
     return total
+
+
+def parse_core_list(text: str) -> List[int]:
+    """``NEURON_RT_VISIBLE_CORES``'s syntax: one index or an inclusive range, comma-separated (``0``, ``4-7``)."""
+    cores: List[int] = []
+    for part in (text or "").split(","):
+        low, _, high = part.strip().partition("-")
+        if low.isdigit() and (not high or high.isdigit()):
+            cores.extend(range(int(low), int(high or low) + 1))
+    return cores
+
+
+def rank_core(visible: Optional[str], local_rank: int) -> str:
+    """The core a data-parallel rank is pinned to: the ``local_rank``-th of the cores the run may use
+    (``NEURON_RT_VISIBLE_CORES`` as the user set it, else every core from 0)."""
+    cores = parse_core_list(visible or "")
+    return str(cores[local_rank] if local_rank < len(cores) else local_rank)
 
 
 class NeuronNativeBackend(Backend):
@@ -86,6 +107,11 @@ class NeuronNativeBackend(Backend):
         # A graph that fails to compile raises (the SDK 2.33 default, pinned): never a silent CPU run.
         os.environ["TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"] = "1"
         os.environ.setdefault("TORCH_NEURONX_DEBUG_DIR", os.path.join(os.getcwd(), "neuron-compile"))
+        if self.spec.workload == "infer" and int(os.environ.get("LOCAL_WORLD_SIZE", "1")) > 1:
+            # Data-parallel inference: one process per logical core, each pinned to its own before the runtime
+            # starts (NeuronCores are exclusive per process; no process group sets it on this path).
+            os.environ["NEURON_RT_VISIBLE_CORES"] = rank_core(os.environ.get("NEURON_RT_VISIBLE_CORES"),
+                                                              int(os.environ.get("LOCAL_RANK", "0")))
         if self.spec.neuron_cc_flags:
             os.environ["NEURON_CC_FLAGS"] = self.spec.neuron_cc_flags
         if self.spec.stochastic_rounding:
@@ -170,8 +196,7 @@ class NeuronNativeBackend(Backend):
 
         graphs = _compiled_graphs()
         metrics = _dynamo_metrics(torch)
-        seconds = sum(m.get("torch_neuronx_compile_us", 0) for m in metrics) / 1e6 if metrics else 0.0
-        return {"count": graphs, "seconds": seconds}
+        return {"count": graphs, "seconds": _compile_seconds(metrics) if metrics else 0.0}
 
     def compile_info(self) -> Optional[Dict[str, Any]]:
         if self._compile is None and self.spec.workload == "train":
@@ -223,19 +248,19 @@ class NeuronNativeBackend(Backend):
         _call(torch.neuron, "reset_dynamo_metrics")
         _call(torch.neuron, "reset_peak_memory_stats")
         cache = os.environ.get(NEFF_CACHE_ENV) or ""
-        self._neffs_before = _count_files(cache) if cache else 0
+        self._neffs_before = _count_neffs(cache) if cache else 0
 
     def _compile_block(self, first_call_gap: Optional[float]) -> Dict[str, Any]:
         import torch
 
         metrics = _dynamo_metrics(torch)
         cache = os.environ.get(NEFF_CACHE_ENV) or ""
-        new_neffs = (_count_files(cache) - self._neffs_before) if cache else None
+        new_neffs = (_count_neffs(cache) - self._neffs_before) if cache else None
         block: Dict[str, Any] = {"how": "torch.compile(backend=neuron)" if self.spec.neuron_mode == "compile"
                                  else "eager (per-op compiles)", "graphs": _compiled_graphs(),
                                  "neff_cache": cache or None, "new_neffs": new_neffs}
         if metrics:
-            block["seconds_backend"] = sum(m.get("torch_neuronx_compile_us", 0) for m in metrics) / 1e6
+            block["seconds_backend"] = _compile_seconds(metrics)
             block["measured_by"] = "torch.neuron.get_dynamo_metrics"
         elif first_call_gap is not None:
             block["seconds_backend"] = first_call_gap
@@ -253,18 +278,22 @@ class NeuronNativeBackend(Backend):
         return block
 
     def _compile_failure(self, exc: Exception, tag: str) -> Exception:
-        """The compiler's own line and the folder its files are kept in (TORCH_NEURONX_DEBUG_DIR)."""
+        """The compiler's own words: its log where it left one under TORCH_NEURONX_DEBUG_DIR (the folder is named),
+        else its stderr, which TorchNeuron puts in the error (neuronx-cc ran in a temporary folder, now gone)."""
         from remote_agent.backends.neuron import compiler_line
 
         debug = os.environ.get("TORCH_NEURONX_DEBUG_DIR") or ""
         logs = sorted((os.path.join(root, name) for root, _dirs, files in os.walk(debug) for name in files
                        if name.startswith("log-neuron-cc")), key=os.path.getmtime) if debug else []
-        if not logs:
+        if logs:
+            folder = os.path.dirname(logs[-1])
+            said = compiler_line(folder) or str(exc).splitlines()[0]
+            return RuntimeError("neuronx-cc could not compile the model (%s): %s; the compiler's files are kept in "
+                                "%s" % (tag, said, folder))
+        said = compiler_error_line(str(exc))
+        if said is None:
             return exc
-        folder = os.path.dirname(logs[-1])
-        said = compiler_line(folder) or str(exc).splitlines()[0]
-        return RuntimeError("neuronx-cc could not compile the model (%s): %s; the compiler's files are kept in %s"
-                            % (tag, said, folder))
+        return RuntimeError("neuronx-cc could not compile the model (%s): %s" % (tag, said))
 
     def fallback_ops(self) -> List[str]:
         """The ops that ran on the host CPU instead of the NeuronCore (torch_neuronx.get_fallback_ops())."""
@@ -304,11 +333,35 @@ def _call(owner: Any, name: str, *args: Any) -> Any:
         return None
 
 
-def _dynamo_metrics(torch: Any) -> List[Dict[str, Any]]:
+def _dynamo_metrics(torch: Any) -> List[Any]:
+    """One entry per compiled graph: ``NeuronCompilationMetrics`` objects (TorchNeuron 2.13/2.14), or dicts
+    (a list or a mapping of them, as earlier builds gave)."""
     got = _call(torch.neuron, "get_dynamo_metrics")
+    if got is None:
+        got = _call(sys.modules.get("torch_neuronx"), "get_dynamo_metrics")
     if isinstance(got, dict):
         got = list(got.values())
-    return [m for m in got or [] if isinstance(m, dict)]
+    return [m for m in got or [] if _compile_us(m) is not None]
+
+
+def _compile_us(entry: Any) -> Optional[float]:
+    value = entry.get("torch_neuronx_compile_us") if isinstance(entry, dict) else \
+        getattr(entry, "torch_neuronx_compile_us", None)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _compile_seconds(metrics: List[Any]) -> float:
+    return sum(_compile_us(m) or 0.0 for m in metrics) / 1e6
+
+
+def compiler_error_line(text: str) -> Optional[str]:
+    """neuronx-cc's own error line inside an error's text (its stderr, after ``Error:``), or None."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    said = [line for line in lines if "ERROR" in line or line.startswith("Error:")]
+    if not said:
+        return None
+    line = said[-1]
+    return (line[len("Error:"):].strip() if line.startswith("Error:") else line)[:300]
 
 
 def _compiled_graphs() -> int:

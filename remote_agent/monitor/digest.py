@@ -2,7 +2,10 @@
 
 Utilisation is summarised over the measure phase(s) only (compile and warm-up
 would drag the mean down); memory peaks over the whole run, since compiling
-and loading are where memory runs out.  The digest keeps only the figures it
+and loading are where memory runs out.  Where neuron-monitor lists the runtimes
+and the sampler knows the workload's processes, each NeuronCore is attributed:
+the run's (held by one of its processes), another process's, or idle; a
+measure during which only other processes held cores is said to be not this run's.  The digest keeps only the figures it
 needs per sample, so an hours-long run on 64 NeuronCores stays small.
 """
 from __future__ import annotations
@@ -46,6 +49,9 @@ class TelemetryDigest:
         self._rss_peak = None  # type: Optional[int]
         self._runtime_times = []  # type: List[float]  (samples where neuron-monitor listed a Neuron runtime)
         self._runtimes_read = False  # some sample carried neuron-monitor's list of runtime processes
+        # Per sample, where the runtimes were told apart (the sampler's "run" mark): (t, the run's cores, other
+        # processes' {pid: cores}).
+        self._holders = []  # type: List[Tuple[float, List[int], Dict[int, List[int]]]]
 
     def add(self, t: float, sample: Dict[str, Any]) -> None:
         """Take one sample (the ``sample`` event's payload, stamped ``t``)."""
@@ -81,6 +87,12 @@ class TelemetryDigest:
             self._runtimes_read = True
         if sample.get("processes"):
             self._runtime_times.append(t)
+        rows = [p for p in sample.get("processes") or [] if isinstance(p, dict)]
+        if rows and all(isinstance(p.get("run"), bool) for p in rows):
+            mine = sorted({c for p in rows if p["run"] for c in p.get("cores") or [] if isinstance(c, int)})
+            others = {p["pid"]: [c for c in p.get("cores") or [] if isinstance(c, int)]
+                      for p in rows if not p["run"] and isinstance(p.get("pid"), int)}
+            self._holders.append((t, mine, others))
         period = sample.get("period_s") or self.period_s
         # A sample describes the period before it: it counts for a window when that period's middle lies inside.
         self._series.append((t - period / 2.0, utils, host.get("cpu_pct"), process.get("cpu_pct")))
@@ -114,6 +126,35 @@ class TelemetryDigest:
         return {"windows": len(windows), "seconds": seconds, "samples": len(inside), "devices": devices,
                 "host_cpu_mean_pct": _mean(host), "process_cpu_mean_pct": _mean(process)}
 
+    def _attribute(self, measure: Optional[Dict[str, Any]], windows: List[Window], missing: Dict[str, str]) -> None:
+        """Which cores were this run's while it measured, from the runtimes neuron-monitor listed then."""
+        inside = [h for h in self._holders if any(start <= h[0] <= end for start, end in windows)]
+        if not inside:
+            return  # the runtimes were not told apart (no workload known, or an older agent's samples)
+        mine = sorted({c for _, cores, _ in inside for c in cores})
+        others = {}  # type: Dict[int, List[int]]
+        for _, _, held in inside:
+            for pid, cores in held.items():
+                others[pid] = sorted(set(others.get(pid, [])) | set(cores))
+        if not mine:
+            pids = ", ".join(str(pid) for pid in sorted(others))
+            missing["runtime"] = ("neuron-monitor listed only other processes' Neuron runtimes while the run "
+                                  "measured (pid %s), none of this run's: its NeuronCore figures are not this "
+                                  "run's" % pids)
+            return
+        if measure is None:
+            return
+        taken = {c for cores in others.values() for c in cores}
+        for device in measure.get("devices") or []:
+            if device.get("kind") == "neuroncore":
+                index = device.get("index")
+                device["held_by"] = "run" if index in mine else ("other" if index in taken else None)
+        ours = [d["util_mean_pct"] for d in measure.get("devices") or []
+                if d.get("held_by") == "run" and d.get("util_mean_pct") is not None]
+        measure["run_cores"] = mine
+        measure["run_util_mean_pct"] = sum(ours) / len(ours) if ours else None
+        measure["other_processes"] = [{"pid": pid, "cores": cores} for pid, cores in sorted(others.items())]
+
     def summary(self, windows: List[Window]) -> Dict[str, Any]:
         """The ``telemetry`` block: utilisation over ``windows`` (the measure phases), peaks over the run."""
         missing = {}  # type: Dict[str, str]
@@ -128,6 +169,8 @@ class TelemetryDigest:
             # TorchNeuron's processes are not yet documented to show in neuron-monitor (research/torchneuron.md §5).
             missing["runtime"] = ("neuron-monitor listed no Neuron runtime while the run measured: its NeuronCore "
                                   "figures are not this run's")
+        elif windows:
+            self._attribute(block["measure"], windows, missing)
         block["peak"] = {
             "devices": [{"index": key[1], "kind": key[0], "mem_used": self._mem_peak[key],
                          "mem_total": self._mem_total.get(key)} for key in self._order],

@@ -140,6 +140,7 @@ class ProcfsSource:
         self._cpu = (None, [])  # type: Tuple[Optional[CpuTimes], List[CpuTimes]]
         self._tree = {}  # type: Dict[Tuple[int, int], int]
         self._at = 0.0
+        self._members = []  # type: List[int]
 
     def start(self) -> None:
         self._cpu = parse_cpu_times(_read(os.path.join(PROC, "stat")) or "")
@@ -151,6 +152,7 @@ class ProcfsSource:
         """CPU ticks per workload process (keyed by pid and start time: pids are reused) and summed RSS pages."""
         assert self.root_pid is not None
         members = descendants(self.root_pid, table, self.exclude())
+        self._members = sorted(members)
         return {(pid, table[pid][2]): table[pid][1] for pid in members}, sum(table[pid][3] for pid in members)
 
     def read(self) -> Dict[str, object]:
@@ -176,8 +178,12 @@ class ProcfsSource:
         if mem_total is None:
             missing["host.mem_used"] = missing["host.mem_total"] = "/proc/meminfo is not readable or has no MemTotal"
         host = {"cpu_pct": cpu_pct, "cpu_per_core_pct": per_core, "mem_used": mem_used, "mem_total": mem_total}
-        return {"host": host, "process": self._process(elapsed, len(after_cores) or os.cpu_count() or 1, missing),
-                "missing": missing}
+        reading = {"host": host, "process": self._process(elapsed, len(after_cores) or os.cpu_count() or 1, missing),
+                   "missing": missing}  # type: Dict[str, object]
+        if self.root_pid is not None:
+            # Which processes are the workload's: the sampler marks neuron-monitor's runtimes with it (not emitted).
+            reading["workload_pids"] = list(self._members)
+        return reading
 
     def _process(self, elapsed: float, cpus: int, missing: Dict[str, str]) -> Optional[Dict[str, object]]:
         if self.root_pid is None:

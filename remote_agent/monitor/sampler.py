@@ -67,6 +67,7 @@ def merge(readings: List[Tuple[str, Dict[str, Any]]], period_s: float) -> Dict[s
     missing = {}  # type: Dict[str, str]
     device_sources = [name for name, reading in readings if name != ProcfsSource.name]
     processes = None
+    workload = None  # type: Optional[List[int]]
     for _, reading in readings:
         for key in HOST_KEYS:
             value = (reading.get("host") or {}).get(key)
@@ -78,6 +79,8 @@ def merge(readings: List[Tuple[str, Dict[str, Any]]], period_s: float) -> Dict[s
                 merged[key] = reading[key]
         if processes is None and reading.get("processes") is not None:
             processes = reading["processes"]
+        if workload is None and reading.get("workload_pids") is not None:
+            workload = reading["workload_pids"]
         for key, why in (reading.get("missing") or {}).items():
             if key not in missing:
                 missing[key] = why
@@ -99,6 +102,11 @@ def merge(readings: List[Tuple[str, Dict[str, Any]]], period_s: float) -> Dict[s
               "sources": [name for name, _ in readings], "period_s": period_s, "host": host, "devices": devices,
               "runtime": merged["runtime"], "process": merged["process"], "missing": missing}
     if processes is not None:
+        if workload is not None:
+            # Each runtime neuron-monitor lists is this run's (a process of the workload's tree) or another's:
+            # a NeuronCore busy with someone else's job is not this run's utilisation.
+            mine = set(workload)
+            processes = [dict(row, run=row.get("pid") in mine) for row in processes]
         sample["processes"] = processes
     return sample
 

@@ -5,11 +5,16 @@ requests and ``duration`` seconds.  Every request is timed host to host (input c
 run, outputs on the host), percentiles come from every request, and a ``latency``
 event summarises each window of at least 0.5 s while it runs.  Neuron's shapes are
 static, so each (batch size, sequence length) is its own compiled artefact.
+
+Data parallel on the native Neuron stack (``--nproc N``): N such processes, one per logical NeuronCore
+(infer_ranks.py); the lead (rank 0) speaks for them all: it alone emits events and checks numerics, and
+its Result merges every process's requests (percentiles over all of them, throughput over the common window).
 """
 from __future__ import annotations
 
 import copy
 import json
+import os
 import time
 from typing import Any, Dict, List, Optional
 
@@ -19,6 +24,7 @@ from remote_agent.stats import latency_summary_ms, percentile
 from remote_agent.stopping import ThroughputStop
 from remote_agent.workloads import check as numerics
 from remote_agent.workloads.flops import count_flops, live_fields, matmul_dtype
+from remote_agent.workloads.infer_ranks import InferRanks
 from remote_agent.workloads.sources import load_model
 from remote_agent.workloads.train import Phase
 from remote_agent.workloads.under_test import traceable
@@ -41,8 +47,26 @@ def shape_tag(batch_size: int, seq_len: Optional[int]) -> str:
     return "bs%d" % batch_size + ("" if seq_len is None else "-seq%d" % seq_len)
 
 
+class _Quiet:
+    """The events of a data-parallel process other than the lead: the lead speaks for all (errors still go out
+    through the worker's own WorkerEvents)."""
+
+    def emit(self, *_args: Any, **_fields: Any) -> None:
+        pass
+
+
 def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, phase: Phase,
               batch_size: int, workdir: str, seq_len: Optional[int] = None) -> None:
+    ranks = InferRanks()
+    try:
+        _run_infer(spec, backend, events if ranks.lead else _Quiet(), summary_path, phase, batch_size, workdir,
+                   seq_len, ranks)
+    finally:
+        ranks.close()
+
+
+def _run_infer(spec: Any, backend: Any, events: Any, summary_path: str, phase: Phase, batch_size: int,
+               workdir: str, seq_len: Optional[int], ranks: InferRanks) -> None:
     import torch
 
     where = {"batch_size": batch_size}
@@ -56,8 +80,8 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         where["seq_len"] = seq_len
     # FLOPs of one request's forward at the traced batch, while the module is still fp32 on the host.
     flops = count_flops(mut, batch_size, spec.seed, False, matmul_dtype(
-        spec.precision, backend.name, spec.neuron_cc_flags))
-    reference = traceable(mut, copy.deepcopy(mut.module)) if spec.check else None
+        spec.precision, backend.name, spec.neuron_cc_flags)) if ranks.lead else {}
+    reference = traceable(mut, copy.deepcopy(mut.module)) if spec.check and ranks.lead else None
     dtype = torch.bfloat16 if spec.precision == "bf16" else torch.float32
     model = traceable(mut, mut.module.to(dtype=dtype)).eval()
     feed = backend.inference_batch(batch_size)
@@ -66,15 +90,19 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     request = mut.make_batch(feed, spec.seed + 1, False).to("cpu", dtype).tensors()
     for note in mut.notes:
         events.emit("log", level="info", message=note)
-    events.emit("phase", name="setup", state="end", backend=backend.name, devices=max(1, feed // batch_size),
-                **live_fields(flops), **where)
+    events.emit("phase", name="setup", state="end", backend=backend.name,
+                devices=max(1, feed // batch_size) * ranks.world, **live_fields(flops), **where)
 
     phase.name = "compile"
     events.emit("phase", name="compile", state="start", **where)
+    if not ranks.lead:
+        ranks.barrier()  # the lead compiles first: the others then load its NEFFs from the host's cache
     started = time.perf_counter()
     with mut.tracing():
         run = backend.compile_for_inference(model, example, workdir, shape_tag(batch_size, seq_len))
     compile_s = time.perf_counter() - started
+    if ranks.lead:
+        ranks.barrier()
     events.emit("phase", name="compile", state="end", seconds=compile_s, **where)
 
     warnings = []
@@ -96,11 +124,13 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
             # The figures go with the sentence: a live view marks this artefact's row now, not at the end.
             events.emit("log", level="warning", message=sentence, check=check, **where)
 
+    ranks.barrier()  # the lead's check done: every process warms up, then measures, together
     phase.name = "warmup"
     events.emit("phase", name="warmup", state="start", **where)
     for _ in range(spec.warmup):
         run(*request)
     events.emit("phase", name="warmup", state="end", **where)
+    ranks.barrier()
 
     phase.name = "measure"
     events.emit("phase", name="measure", state="start", **where)
@@ -130,6 +160,16 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
     if window:
         _window_event(events, batch_size, seq_len, window, rule.ci_pct())
     events.emit("phase", name="measure", state="end", **where)
+
+    processes = ranks.gather({"latencies": latencies, "wall": wall, "core": os.environ.get("NEURON_RT_VISIBLE_CORES"),
+                              "pid": os.getpid(), "compile": backend.compile_info()})
+    if not ranks.lead:
+        return
+    if ranks.world > 1:
+        # Percentiles over every process's requests; throughput over the common window (the slowest process's
+        # wall), so the sum is never more than the cores did together.
+        latencies = [x for p in processes for x in p["latencies"]]
+        wall = max(p["wall"] for p in processes)
 
     if len(latencies) < P99_MIN_REQUESTS:
         warnings.append("p99 at batch %d comes from %d requests (fewer than %d): treat it as rough"
@@ -163,6 +203,12 @@ def run_infer(spec: Any, backend: Any, events: WorkerEvents, summary_path: str, 
         "model": mut.describe(example_batch),
         "backend": backend.describe(),
         "warnings": warnings,
+        "data_parallel": None if ranks.world == 1 else {
+            "processes": ranks.world, "via": "one process per logical NeuronCore (NEURON_RT_VISIBLE_CORES)",
+            "per_process": [{"rank": i, "pid": p["pid"], "core": p["core"], "requests": len(p["latencies"]),
+                             "throughput_per_s": len(p["latencies"]) * feed / p["wall"] if p["wall"] else None,
+                             "compile_state": (p["compile"] or {}).get("state")}
+                            for i, p in enumerate(processes)]},
     }
     with open(summary_path, "w") as handle:
         json.dump(summary, handle)

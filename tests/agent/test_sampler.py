@@ -203,3 +203,59 @@ def test_the_cadence_skips_ticks_missed_in_a_stall_instead_of_bursting():
     assert next_tick(1, 3.5, 1.0) == 4  # stalled 2.5 periods: wait for the next future deadline
     assert next_tick(7, 0.5, 0.2) == 8  # never goes back
 
+
+
+def test_neuroncores_are_attributed_to_the_runs_own_processes_not_anothers(host_with, monkeypatch, tmp_path):
+    """neuron-monitor lists every process that holds NeuronCores.  The run's telemetry says which cores its own
+    processes held while it measured; with only another process's runtime listed, the figures are not the
+    run's.  The double replays the trn1.2xlarge training (runtimes 4211 on core 0, 4212 on core 1): a live child
+    of this process opens the runtime on core 0 and takes 4211's place, as the stand-in libraries make it."""
+    import subprocess
+    import time
+
+    from remote_agent.monitor.digest import TelemetryDigest
+
+    host_with("neuron-monitor")
+    runtimes = tmp_path / "runtimes"
+    runtimes.mkdir()
+    monkeypatch.setenv("NEURONBENCH_FAKE_NEURON_MONITOR_START", "20")  # steady training: both cores busy
+    monkeypatch.setenv("NEURONBENCH_FAKE_NEURON_RUNTIMES", str(runtimes))
+
+    def measured(worker_on_core_0: bool) -> dict:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            if worker_on_core_0:
+                (runtimes / f"{child.pid}.json").write_text(json.dumps({"pid": child.pid, "cores": [0]}))
+            digest = TelemetryDigest(PERIOD, ["neuron-monitor", "procfs"])
+            sampler, samples = running(host_sources(PERIOD, root_pid=os.getpid()))
+            try:
+                begin = time.time()
+                sample = samples.until(lambda s: len(s.get("processes") or []) == 2 and s["t"] > begin + PERIOD)
+                for seen in samples.seen:
+                    digest.add(seen["t"], seen)
+            finally:
+                sampler.stop()
+            rows = {row["pid"]: row for row in sample["processes"]}
+            return {"rows": rows, "child": child.pid,
+                    "telemetry": digest.summary([(samples.seen[0]["t"] - PERIOD, sample["t"])])}
+        finally:
+            child.kill()
+            child.wait()
+            for path in runtimes.iterdir():
+                path.unlink()
+
+    ours = measured(worker_on_core_0=True)
+    child = ours["child"]
+    assert ours["rows"][child]["run"] is True and ours["rows"][child]["cores"] == [0]
+    assert ours["rows"][4212]["run"] is False and ours["rows"][4212]["cores"] == [1]
+    measure = ours["telemetry"]["measure"]
+    assert measure["run_cores"] == [0] and measure["other_processes"] == [{"pid": 4212, "cores": [1]}]
+    assert [(d["index"], d["held_by"]) for d in measure["devices"]] == [(0, "run"), (1, "other")]
+    assert measure["run_util_mean_pct"] == measure["devices"][0]["util_mean_pct"] > 0
+    assert "runtime" not in ours["telemetry"]["missing"]
+
+    theirs = measured(worker_on_core_0=False)
+    assert {row["run"] for row in theirs["rows"].values()} == {False}
+    assert theirs["telemetry"]["missing"]["runtime"] == (
+        "neuron-monitor listed only other processes' Neuron runtimes while the run measured (pid 4211, 4212), "
+        "none of this run's: its NeuronCore figures are not this run's")

@@ -21,6 +21,14 @@ def test_neuron_utilisation_and_memory_peaks_read_in_two_lines():
     ]
 
 
+def test_the_utilisation_is_the_runs_own_cores_not_another_processs():
+    block = {"measure": {"run_cores": [0], "other_processes": [{"pid": 4212, "cores": [1]}], "devices": [
+        {"index": 0, "kind": "neuroncore", "util_mean_pct": 40.0, "util_p95_pct": 45.0, "held_by": "run"},
+        {"index": 1, "kind": "neuroncore", "util_mean_pct": 90.0, "util_p95_pct": 95.0, "held_by": "other"}]}}
+    assert format_telemetry(block)[0] == ("  utilisation mean 40.0% while measuring, p95 45.0% (1 NeuronCore; "
+                                          "not counted: pid 4212 on core 1)")
+
+
 def test_a_cpu_hosts_utilisation_is_its_vcpus_together_not_one_cpu():
     block = {"measure": {"devices": [{"index": 0, "kind": "cpu", "util_mean_pct": 62.6, "util_p95_pct": 70.0}]}}
     assert format_telemetry(block)[0] == \

@@ -147,6 +147,18 @@ def test_neuroncores_add_up_to_the_published_instance_figures():
         "peak_tflops_per_device"] == 83.375
 
 
+def test_a_native_data_parallel_inference_is_held_to_the_peak_of_every_core_it_ran_on():
+    """TorchNeuron inference over --nproc 2: one process per logical core, each request one batch on its own
+    core (samples_per_request == batch_size): the peak is two cores', not one's."""
+    trn2 = [{"kind": "neuron", "cores": 4, "lnc": 2}]
+    row = {"batch_size": 2, "samples_per_request": 2, "throughput_per_s": 1000.0, "flops_per_sample": 1e11,
+           "data_parallel": {"processes": 2}}
+    result = {"backend": "neuron", "spec": {"precision": "bf16"}, "infer": [row],
+              "env": {"instance_type": "trn2.3xlarge", "devices": trn2}}
+    basis = apply_mfu(result, TABLE)["infer"][0]["mfu_basis"]
+    assert basis["devices"] == 2 and basis["peak_tflops"] == 2 * basis["peak_tflops_per_device"]
+
+
 def test_a_cpu_run_has_no_mfu_and_says_why():
     result = recorded_result("train-cpu-tiny.events.jsonl")
     result["train"]["flops_per_sample"] = 1.2e7

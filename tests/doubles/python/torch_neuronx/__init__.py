@@ -4,26 +4,43 @@ without Neuron.
 It lives under tests/ only: the tests put ``tests/doubles/python`` on PYTHONPATH (with a stand-in
 ``/dev/neuron0`` through NEURONBENCH_NEURON_DEVICE_GLOB) so that the product's real neuron backend
 code runs end to end.  It keeps the documented rules of the real library (DESIGN.md §11: a double
-that accepts anything hides defects); what it replaces, and how:
+that accepts anything hides defects).  torch-neuronx's source is not public, so each rule names the public
+page it comes from (``tests/agent/test_stand_in_citations.py`` checks that every rule carries one); an
+old unofficial copy of ``xla_impl/trace.py`` (research/torchneuron.md [TRPY]) is named where a page is silent.
 
-- ``trace(func, example_inputs, *, compiler_workdir=None, compiler_args=None, ...)``: the real one hands
-  ``compiler_args`` (and only those: ``NEURON_CC_FLAGS`` is the XLA training path's channel, not
-  trace's) to neuronx-cc and returns a TorchScript module whose compiled graph is **static**: an input
-  of another shape than the example's is refused.  Here: a TorchScript trace that runs on the CPU,
-  whose graph starts with one ``nb_neuron_standin::static_input`` op per input that refuses any other
-  shape (the op survives ``torch.jit.save``/``load`` in a process that imported this module, as the real
-  artefact's Neuron op does).  The compiler arguments it was given are recorded, and written with a
-  log into ``compiler_workdir`` (as neuronx-cc leaves its artefacts there).
-  ``NEURONBENCH_FAKE_NEURONX_FAIL=TEXT`` makes the compile fail as neuronx-cc does: the error line in
-  ``compiler_workdir/log-neuron-cc.txt`` and a RuntimeError.
-- ``DataParallel(module, device_ids, dim=0, set_dynamic_batching=True)``: one copy of the module per
-  NeuronCore, each input split along dim 0.  With dynamic batching off, the documented rule holds:
-  ``input.shape[0] / len(device_ids) == compilation_input.shape[0]``, else it raises.  With it on, the
-  batch is cut into compiled-batch pieces (the last padded) spread over the cores.  Outputs (a tensor
-  or a tuple of them) are joined along dim 0.  Here the copies are the same CPU module.
+Rules kept (one ``- rule:`` a block, its sources under it):
 
-Every call is appended to the file named by ``NEURONBENCH_FAKE_NEURONX_LOG`` (if set), one JSON object
-a line, so a test can check what the backend asked of torch_neuronx.
+- rule: ``trace(func, example_inputs, *_, input_output_aliases={}, compiler_workdir=None, compiler_args=None,
+  partitioner_config=None, inline_weights_to_neff=True, cpu_backend=False)``: the compiler gets
+  ``compiler_args`` (and only those: ``NEURON_CC_FLAGS`` is the XLA training path's channel, not trace's).
+  source: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/api-reference-guide/inference/api-torch-neuronx-trace.html
+- rule: a traced graph is static: an input of another shape than the example's is refused, even after
+  ``torch.jit.save``/``load``.
+  source: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/api-reference-guide/inference/api-torch-neuronx-trace.html
+- rule: ``compiler_workdir`` receives the compiler's intermediary outputs (``command.txt``: the command line);
+  neuronx-cc itself runs in the process's working directory and writes its log there (``--logfile``'s
+  default ``log-neuron-cc.txt`` is a relative name); a failed compile raises "neuronx-cc failed with N".
+  source: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/api-reference-guide/inference/api-torch-neuronx-trace.html
+  source: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/compiler/about-neuronx-cc.html
+  (the subprocess without a cwd, and the error's words, as in [TRPY] ``hlo_compile``)
+- rule: Neuron's persistent compile cache does not apply to ``trace``: each call compiles.
+  source: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-features/neuron-caching.html
+- rule: ``DataParallel(model, device_ids=None, dim=0, set_dynamic_batching=True)``: one copy of the module
+  per NeuronCore, each input split along ``dim``; with dynamic batching off,
+  ``input.shape[dim] / len(device_ids) == compilation_input.shape[dim]`` or it raises; with it on, the batch is
+  cut into compiled-batch pieces spread over the cores; outputs are joined along ``dim``.
+  source: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/api-reference-guide/inference/api-torch-neuronx-data-parallel.html
+
+Where it ends: the "compiled" graph is a TorchScript trace that runs on the CPU, its graph starting with one
+``nb_neuron_standin::static_input`` op per input that refuses any other shape (the op survives
+``torch.jit.save``/``load`` in a process that imported this module, as the real artefact's Neuron op does);
+``compiler_args`` do not change the math; DataParallel's copies are the same CPU module (dim 0 only).
+``NEURONBENCH_FAKE_NEURONX_FAIL=TEXT`` makes the compile fail as neuronx-cc does: the error line in
+``./log-neuron-cc.txt`` (the working directory) and a RuntimeError.  Every call is appended to the file named
+by ``NEURONBENCH_FAKE_NEURONX_LOG`` (if set), one JSON object a line, so a test can check what the backend
+asked of torch_neuronx.  ``NEURONBENCH_FAKE_NEURON_RUNTIMES=DIR``: the process that opens the runtime (its first
+compiled call, or a DataParallel over cores) leaves ``DIR/<pid>.json`` with the cores it holds, as a runtime
+neuron-monitor lists (tests/doubles/bin/neuron-monitor reads it).
 """
 import json
 import os
@@ -43,7 +60,32 @@ def _registered():
 _LIB = None if _registered() else torch.library.Library("nb_neuron_standin", "DEF")
 
 
+_RUNTIME = []
+
+
+def _open_runtime(cores):
+    """The process holds ``cores`` from its first execution on (a DataParallel names them all)."""
+    if _RUNTIME and set(cores) <= set(_RUNTIME[0]):
+        return
+    _RUNTIME[:] = [sorted(set(cores) | set(_RUNTIME[0] if _RUNTIME else []))]
+    folder = os.environ.get("NEURONBENCH_FAKE_NEURON_RUNTIMES")
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, f"{os.getpid()}.json"), "w", encoding="utf-8") as handle:
+            json.dump({"pid": os.getpid(), "cores": _RUNTIME[0]}, handle)
+
+
+def _visible_cores():
+    text = os.environ.get("NEURON_RT_VISIBLE_CORES", "").strip()
+    if not text:
+        return [0]
+    low, _, high = text.split(",")[0].partition("-")
+    return list(range(int(low), int(high or low) + 1))
+
+
 def _static_input(x, shape, index):
+    if not _RUNTIME:
+        _open_runtime(_visible_cores())
     if list(x.shape) != list(shape):
         raise RuntimeError(f"input {index} has shape {list(x.shape)} but the Neuron graph was compiled for "
                            f"{list(shape)}: a compiled graph is static, trace again for this shape")
@@ -83,8 +125,8 @@ class _Static(torch.nn.Module):
         return self.inner(*checked)
 
 
-def trace(func, example_inputs, *_, input_output_aliases=None, compiler_workdir=None, compiler_args=None,
-          partitioner_config=None, inline_weights_to_neff=True):
+def trace(func, example_inputs, *_, input_output_aliases={}, compiler_workdir=None, compiler_args=None,  # noqa: B006
+          partitioner_config=None, inline_weights_to_neff=True, cpu_backend=False):
     example = _as_tuple(example_inputs)
     args = compiler_args.split() if isinstance(compiler_args, str) else [str(a) for a in compiler_args or []]
     _record(call="trace", batch=int(example[0].shape[0]), pid=os.getpid(), inputs=len(example),
@@ -96,9 +138,9 @@ def trace(func, example_inputs, *_, input_output_aliases=None, compiler_workdir=
             handle.write(" ".join(["neuronx-cc", "compile", "--framework", "XLA", "model.hlo"] + args) + "\n")
     failure = os.environ.get("NEURONBENCH_FAKE_NEURONX_FAIL")
     if failure:
-        if compiler_workdir:
-            with open(os.path.join(compiler_workdir, "log-neuron-cc.txt"), "w", encoding="utf-8") as handle:
-                handle.write(f"INFO: Compiling\nERROR 70: {failure}\n")
+        # neuronx-cc runs without a cwd of its own: its log lands in this process's working directory.
+        with open("log-neuron-cc.txt", "w", encoding="utf-8") as handle:
+            handle.write(f"INFO: Compiling\nERROR 70: {failure}\n")
         raise RuntimeError("neuronx-cc failed with 70")
     with torch.no_grad():
         return torch.jit.trace(_Static(func, [tuple(x.shape) for x in example]), example, check_trace=False)
@@ -107,14 +149,15 @@ def trace(func, example_inputs, *_, input_output_aliases=None, compiler_workdir=
 class DataParallel:
     """One model copy per NeuronCore in ``device_ids``; each call splits its input over them."""
 
-    def __init__(self, module, device_ids=None, dim=0, set_dynamic_batching=True):
+    def __init__(self, model, device_ids=None, dim=0, set_dynamic_batching=True):
         if dim != 0:
             raise ValueError("this stand-in splits along dim 0 only")
-        self.module = module
+        self.module = module = model
         self.device_ids = list(device_ids) if device_ids is not None else [0]
         self.dynamic = set_dynamic_batching
         self.compiled_batch = int(module.compiled_batch[0]) if hasattr(module, "compiled_batch") else None
         self.first_call = True
+        _open_runtime(self.device_ids)
         _record(call="DataParallel", cores=self.device_ids, dynamic=bool(set_dynamic_batching))
 
     def disable_dynamic_batching(self):
