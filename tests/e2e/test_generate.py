@@ -215,15 +215,17 @@ def test_neuron_generates_through_optimum_neuron_exported_at_the_point_and_cache
     assert first.code == 0, first.stderr
     result = _result(first)
     [point] = result["generate"]
-    assert point["stack"] == "optimum-neuron 0.0.28+testdouble NeuronModelForCausalLM, tensor parallel 2"
+    assert point["stack"] == "optimum-neuron 0.4.5+testdouble NeuronModelForCausalLM, tensor parallel 2"
     assert result["backend_detail"]["compile_cache"] == "miss" and point["compile_s"] > 0
     assert point["tpot_ms"]["n"] == point["calls"]  # N tokens held by EOS off: min_new_tokens is ignored there
     # On-device sampling returns no logits: agreement is reported, the logit check says why it is not judged.
     assert point["check"]["agrees"] is None and "on-device sampling" in point["check"]["note"]
     assert point["check"]["greedy_agreement"] == 1.0
+    # optimum-neuron 0.4's export: the shape by get_neuron_config, the compile by export; then a plain load.
+    shape = {"batch_size": 2, "sequence_length": 12, "tp_degree": 2, "torch_dtype": "float32"}
     log = [json.loads(line) for line in (tmp_path / "optimum.log").read_text().splitlines()]
-    assert log[0] == {"call": "from_pretrained", "export": True, "batch_size": 2, "sequence_length": 12,
-                      "num_cores": 2, "auto_cast_type": "fp32"}
+    assert log == [{"call": "get_neuron_config", **shape}, {"call": "export", **shape, "load_weights": False},
+                   {"call": "from_pretrained", **shape}]
     [cached] = list((tmp_path / "neuron-models").iterdir())
     assert "-b2-s12-tp2-fp32-" in cached.name
 
@@ -232,11 +234,12 @@ def test_neuron_generates_through_optimum_neuron_exported_at_the_point_and_cache
     result = _result(second)
     assert result["backend_detail"]["compile_cache"] == "hit" and result["generate"][0]["compile_s"] == 0.0
     log = [json.loads(line) for line in (tmp_path / "optimum.log").read_text().splitlines()]
-    assert [e["export"] for e in log] == [True, False, False]  # no second export: loaded from the host's cache
+    assert [e["call"] for e in log[3:]] == ["from_pretrained"]  # no second export: loaded from the host's cache
 
 
-def test_the_stand_in_keeps_the_static_shape_rules(tmp_path):
-    """A larger batch or a longer sequence than the compiled one is refused as optimum-neuron refuses it."""
+def test_the_stand_in_keeps_optimum_neuron_0_4_5s_export_and_static_shape_rules(tmp_path, caplog):
+    """0.4.5's from_pretrained exports nothing (the 0.0.x call the product made before issue 27 fails as the real
+    one does); get_neuron_config + export do; then a larger batch or a longer prompt is refused as 0.4.5 refuses it."""
     import sys
 
     import torch
@@ -250,14 +253,24 @@ def test_the_stand_in_keeps_the_static_shape_rules(tmp_path):
     finally:
         sys.path.pop(0)
     config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                      num_attention_heads=4, num_key_value_heads=2, eos_token_id=None)
-    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / "m")
-    model = NeuronModelForCausalLM.from_pretrained(tmp_path / "m", export=True, batch_size=2, sequence_length=12)
+                                      num_attention_heads=2, num_key_value_heads=1, eos_token_id=None)
+    folder = tmp_path / "m"
+    transformers.LlamaForCausalLM(config).save_pretrained(folder)
+    with pytest.raises(OSError, match="does not appear to have a file named neuron_config.json"):
+        NeuronModelForCausalLM.from_pretrained(folder, export=True, batch_size=2, sequence_length=12,
+                                               tensor_parallel_size=2, torch_dtype="fp32")
+    assert "Ignoring the following kwargs as they are not supported by neuron" in caplog.text
+    neuron_config = NeuronModelForCausalLM.get_neuron_config(str(folder), batch_size=2, sequence_length=12,
+                                                             tensor_parallel_size=2)
+    NeuronModelForCausalLM.export(str(folder), neuron_config).save_pretrained(tmp_path / "compiled")
+    model = NeuronModelForCausalLM.from_pretrained(tmp_path / "compiled")
     ids = torch.zeros((3, 8), dtype=torch.long)
     with pytest.raises(ValueError, match=r"batch_size \(3\) exceeds the model static batch size \(2\)"):
         model.generate(ids, max_new_tokens=4)
-    with pytest.raises(ValueError, match=r"sequence length \(13\) exceeds the model static sequence length \(12\)"):
-        model.generate(ids[:2], max_new_tokens=5)
+    with pytest.raises(ValueError, match=r"input sequence length \(13\) exceeds the model static sequence length"):
+        model.generate(torch.zeros((2, 13), dtype=torch.long), max_new_tokens=1)
+    with pytest.raises(ValueError, match="Left padding is not supported"):
+        model.generate(ids[:2], attention_mask=torch.tensor([[0] + [1] * 7] * 2), max_new_tokens=4)
     calls = []
 
     def criterion(input_ids, scores):

@@ -34,7 +34,7 @@ def test_a_bert_config_traced_over_a_batch_and_sequence_length_sweep(run_cli, tm
     assert model["config"]["sha256"] == hashlib.sha256(config_text).hexdigest()
     assert model["parameters"] == 36770  # embeddings, 2 layers, pooler, a 2-label head: exact, reproducible
     assert [i["name"] for i in model["inputs"]] == ["input_ids", "attention_mask", "token_type_ids"]
-    assert model["libraries"]["transformers"] == "4.56.2"
+    assert model["libraries"]["transformers"] == "5.24.0"
     # One compiled artefact per static shape: every batch size at every sequence length.
     shapes = [(row["batch_size"], row["seq_len"]) for row in result["infer"]]
     assert shapes == [(1, 16), (1, 32), (4, 16), (4, 32)]
