@@ -62,7 +62,7 @@ def test_a_stand_in_that_drifts_from_the_real_signature_fails_naming_both(real, 
     drifted = text.replace("        model_id: str | Path,\n        **kwargs,\n    ) -> NeuronPreTrainedModel:",
                            "        model_id: str | Path,\n        export: bool = False,\n        **kwargs,\n"
                            "    ) -> NeuronPreTrainedModel:", 1)
-    drifted = drifted.replace("        load_weights: bool | None = False,", "        load_weights: bool | None = True,", 1)
+    drifted = drifted.replace("load_weights: bool | None = False,", "load_weights: bool | None = True,", 1)
     assert drifted.count("export: bool = False") == 1 and "load_weights: bool | None = True" in drifted
     (tmp_path / "optimum" / "neuron").mkdir(parents=True)
     (tmp_path / STAND_IN_MODULE).write_text(drifted)

@@ -256,7 +256,7 @@ def test_the_stand_in_keeps_optimum_neuron_0_4_5s_export_and_static_shape_rules(
                                       num_attention_heads=2, num_key_value_heads=1, eos_token_id=None)
     folder = tmp_path / "m"
     transformers.LlamaForCausalLM(config).save_pretrained(folder)
-    with pytest.raises(OSError, match="does not appear to have a file named neuron_config.json"):
+    with pytest.raises(OSError, match=r"does not appear to have a file named neuron_config\.json"):
         NeuronModelForCausalLM.from_pretrained(folder, export=True, batch_size=2, sequence_length=12,
                                                tensor_parallel_size=2, torch_dtype="fp32")
     assert "Ignoring the following kwargs as they are not supported by neuron" in caplog.text
