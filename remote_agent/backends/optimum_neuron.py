@@ -74,6 +74,19 @@ def _major_minor(version: str) -> tuple:
     return tuple(parts)
 
 
+def shape_kwargs(get_neuron_config: Any, batch: int, total_len: int, degree: int, precision: str) -> Dict[str, Any]:
+    """``get_neuron_config``'s keywords: the point's static shape and degree; 0.4.0's ``auto_cast_type`` where the
+    installed release still takes it (0.4.5 reads the dtype from the saved config instead)."""
+    kwargs: Dict[str, Any] = {"batch_size": batch, "sequence_length": total_len, "tensor_parallel_size": degree}
+    try:
+        accepted = inspect.signature(get_neuron_config).parameters
+    except (TypeError, ValueError):
+        accepted = {}  # type: ignore[assignment]
+    if "auto_cast_type" in accepted:
+        kwargs["auto_cast_type"] = "bf16" if precision == "bf16" else "fp32"
+    return kwargs
+
+
 class OptimumNeuronGenerator(Generator):
     """``NeuronModelForCausalLM`` at the sweep point's batch and sequence length, ``degree`` NeuronCores."""
 
@@ -117,18 +130,6 @@ class OptimumNeuronGenerator(Generator):
         return "%s-%s-b%d-s%d-tp%d-%s-on%s-cc%s" % (safe, digest, self.shape.batch, self.shape.total_len,
                                                     self.degree, self.precision, self.version, self.sdk or "none")
 
-    def _shape_kwargs(self, get_neuron_config: Any) -> Dict[str, Any]:
-        """``get_neuron_config``'s keywords: the point's static shape and degree (and 0.4.0's ``auto_cast_type``)."""
-        kwargs: Dict[str, Any] = {"batch_size": self.shape.batch, "sequence_length": self.shape.total_len,
-                                  "tensor_parallel_size": self.degree}
-        try:
-            accepted = inspect.signature(get_neuron_config).parameters
-        except (TypeError, ValueError):
-            accepted = {}
-        if "auto_cast_type" in accepted:
-            kwargs["auto_cast_type"] = "bf16" if self.precision == "bf16" else "fp32"
-        return kwargs
-
     def load(self) -> None:
         from optimum.neuron import NeuronModelForCausalLM
 
@@ -140,7 +141,8 @@ class OptimumNeuronGenerator(Generator):
             fixed_length(self.model, self.pad_token_id)
             # The folder the export reads: the random weights and their config, whose dtype the export takes.
             self.model.save_pretrained(source)
-            shape = self._shape_kwargs(NeuronModelForCausalLM.get_neuron_config)
+            shape = shape_kwargs(NeuronModelForCausalLM.get_neuron_config, self.shape.batch, self.shape.total_len,
+                                 self.degree, self.precision)
             neuron_config = NeuronModelForCausalLM.get_neuron_config(source, **shape)
             exported = NeuronModelForCausalLM.export(source, neuron_config, load_weights=False)
             partial = self.cache_dir + ".partial-%d" % os.getpid()

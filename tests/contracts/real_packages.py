@@ -38,9 +38,13 @@ def wheel(name: str, version: str) -> tuple[Path | None, str]:
     with open(CACHE / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers fetch it once
         if not (path.exists() and _sha256(path) == digest):
-            done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir",
-                                   "--only-binary", ":all:", "--dest", str(CACHE), f"{name}=={version}"],
-                                  capture_output=True, text=True, timeout=300)
+            try:  # offline, pip gives up after one short retry instead of its default minutes
+                done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                                       "--no-cache-dir", "--retries", "1", "--timeout", "20", "--only-binary", ":all:",
+                                       "--dest", str(CACHE), f"{name}=={version}"],
+                                      capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                return None, f"cannot fetch {name} {version}'s wheel from PyPI into {CACHE}: pip took over 120 s"
             if done.returncode != 0 or not path.exists():
                 tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
                 return None, (f"cannot fetch {name} {version}'s wheel from PyPI into {CACHE} (offline? `make test` "
