@@ -8,6 +8,11 @@ this machine kind keeps on disk for Python 3.11 (pip's find-links, see docs/neur
 ``torch==2.13.0+cpu``.  Made once under ``.venv-native`` (ignored by git) by ``make test`` or by the first test
 that needs it (3 min here on a shared 2-core machine, 38 s of it CPU); ``python tests/native_venv.py`` makes it
 by hand.
+
+It is also the suite's transformers 4.56 Python (the main venv has 5.x): ``hf:`` infer, generate and ``serve --server
+transformers`` run on it through the real agent (tests/e2e/test_transformers_4_56.py).  ``transformers serve`` needs
+the [serving] extra (fastapi, uvicorn, pydantic, openai, accelerate and what they pull: about 15 MB), added as its
+own step with its own stamp, so a venv made before it gains the extra without being made again (25 s here).
 """
 from __future__ import annotations
 
@@ -25,6 +30,8 @@ TORCH = "torch==2.13.0+cpu"
 # hf: models on the native stack (pure Python; the main venv's release, so both stacks build the same model).
 TRANSFORMERS = "transformers==4.56.2"
 STAMP = VENV / (".made-" + TORCH.replace("==", "-") + "-" + TRANSFORMERS.replace("==", "-"))
+SERVING = "transformers[serving]==4.56.2"
+SERVING_STAMP = VENV / ".made-transformers-serving-4.56.2"
 
 
 def base_python() -> str:
@@ -36,24 +43,36 @@ def base_python() -> str:
 def native_python() -> tuple[Path | None, str]:
     """``(python, "")`` once the venv works, or ``(None, why)`` when it cannot be made here."""
     python = VENV / "bin" / "python"
-    if STAMP.exists():
+    if STAMP.exists() and SERVING_STAMP.exists():
         return python, ""
     VENV.parent.mkdir(parents=True, exist_ok=True)
     with open(str(VENV) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two sessions (xdist, two terminals) make it once
-        if STAMP.exists():
-            return python, ""
-        steps = [[base_python(), "-m", "venv", "--clear", str(VENV)],
-                 [str(python), "-m", "pip", "install", "--quiet", TORCH, "numpy", TRANSFORMERS],
-                 [str(python), "-c", "import torch; assert not torch.cuda.is_available(); "
-                                     "torch.compile(torch.nn.Linear(2, 2), backend='eager')(torch.ones(1, 2))"]]
-        for step in steps:
-            done = subprocess.run(step, capture_output=True, text=True)
-            if done.returncode != 0:
-                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
-                return None, f"cannot make the torch 2.13 test venv ({' '.join(step[:4])}): {tail[0]}"
-        STAMP.write_text(TORCH + "\n")
+        if not STAMP.exists():
+            steps = [[base_python(), "-m", "venv", "--clear", str(VENV)],
+                     [str(python), "-m", "pip", "install", "--quiet", TORCH, "numpy", TRANSFORMERS],
+                     [str(python), "-c", "import torch; assert not torch.cuda.is_available(); "
+                                         "torch.compile(torch.nn.Linear(2, 2), backend='eager')(torch.ones(1, 2))"]]
+            why = _run(steps)
+            if why:
+                return None, why
+            STAMP.write_text(TORCH + "\n")
+        if not SERVING_STAMP.exists():
+            why = _run([[str(python), "-m", "pip", "install", "--quiet", SERVING]])
+            if why:
+                return None, why
+            SERVING_STAMP.write_text(SERVING + "\n")
     return python, ""
+
+
+def _run(steps: list[list[str]]) -> str:
+    """Run each step; the first failure's last line, or "" when all worked."""
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
+            return f"cannot make the torch 2.13 test venv ({' '.join(step[:4])}): {tail[0]}"
+    return ""
 
 
 # --------------------------------------------------------------------- timm and torchvision on the native stack

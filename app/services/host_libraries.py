@@ -68,7 +68,7 @@ USED_BY = {"torchvision": "timm: and torchvision: models", "timm": "timm: models
            OPTIMUM_NEURON: "generate runs on backend neuron (Neuron SDK 2.31 or older)"}
 # The transformers the agent's hf source is tested with (pyproject's `local` extra pins it), used when this
 # app's own environment has none to copy the version from.
-TRANSFORMERS_VERSION = "4.56.2"
+TRANSFORMERS_VERSION = "5.24.0"
 PIP_PLAN_MIN = (22, 2)  # `pip install --dry-run --report` came in pip 22.2
 PYTORCH_INDEX = "https://download.pytorch.org/whl/"
 NEURON_INDEX = "https://pip.repos.neuron.amazonaws.com"  # torch-neuronx, neuronx-cc, neuronx-distributed

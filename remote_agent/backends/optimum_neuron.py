@@ -6,9 +6,15 @@ model is kept on the host, named by what it was compiled from: the model's confi
 degree, the dtype and the SDK (neuronx-cc and optimum-neuron versions).  The second run with the same key
 loads in seconds ("cache": "hit").
 
-The random-weight model is saved once into the export folder (``from_pretrained`` takes a folder), exported,
-saved, then loaded back with ``export=False``: cold and warm runs time the same artefact.  optimum-neuron
-0.4+ names the degree ``tensor_parallel_size``; 0.0.x ``num_cores`` with ``auto_cast_type``.
+The random-weight model is saved once (in the run's dtype) into the export folder, exported, saved, then loaded
+back: cold and warm runs time the same artefact.  Exporting is optimum-neuron 0.4's two calls
+(optimum/neuron/models/inference/modeling_utils.py): ``get_neuron_config(folder, batch_size=, sequence_length=,
+tensor_parallel_size=)`` (the dtype is the saved config's; 0.4.0 also takes ``auto_cast_type``), then
+``export(folder, neuron_config, load_weights=False)``.  From 0.4 on, ``from_pretrained`` only loads: it drops
+``export=True`` and the shape with a warning and then looks for a ``neuron_config.json`` the folder lacks.  The
+releases before 0.4 exported through ``from_pretrained(export=True, num_cores=, auto_cast_type=)`` but pin
+transformers 4.51 or older, below the oldest NeuronBench supports (workloads/sources/hf_version.py): they are refused in
+one sentence, as is a release whose ``NeuronModelForCausalLM`` lacks the two calls.
 
 Its rules, which the scenario already keeps (and tests/doubles' stand-in enforces): a batch or length past
 the compiled one is refused; no left padding; under on-device sampling logits processors do not run, so
@@ -17,6 +23,7 @@ the compiled one is refused; no left padding; under on-device sampling logits pr
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -56,12 +63,28 @@ def cache_root() -> str:
                                                      "neuron-models")
 
 
+EXPORT_API_SINCE = (0, 4)  # get_neuron_config + export; from_pretrained loads only
+
+
 def _major_minor(version: str) -> tuple:
     parts = []
     for piece in version.split("+")[0].split(".")[:2]:
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits or 0))
     return tuple(parts)
+
+
+def shape_kwargs(get_neuron_config: Any, batch: int, total_len: int, degree: int, precision: str) -> Dict[str, Any]:
+    """``get_neuron_config``'s keywords: the point's static shape and degree; 0.4.0's ``auto_cast_type`` where the
+    installed release still takes it (0.4.5 reads the dtype from the saved config instead)."""
+    kwargs: Dict[str, Any] = {"batch_size": batch, "sequence_length": total_len, "tensor_parallel_size": degree}
+    try:
+        accepted = inspect.signature(get_neuron_config).parameters
+    except (TypeError, ValueError):
+        accepted = {}  # type: ignore[assignment]
+    if "auto_cast_type" in accepted:
+        kwargs["auto_cast_type"] = "bf16" if precision == "bf16" else "fp32"
+    return kwargs
 
 
 class OptimumNeuronGenerator(Generator):
@@ -76,6 +99,21 @@ class OptimumNeuronGenerator(Generator):
         if version is None:
             raise BackendUnavailable("backend neuron generates through optimum-neuron, which is not installed for "
                                      "%s: %s" % (sys.executable, INSTALL_HINT))
+        if _major_minor(version) < EXPORT_API_SINCE:
+            raise BackendUnavailable(
+                "optimum-neuron %s is installed for %s, and NeuronBench needs optimum-neuron 0.4 or later: it exports "
+                "through NeuronModelForCausalLM.get_neuron_config and export, which came in 0.4 (the releases before "
+                "pin transformers 4.51 or older): install optimum-neuron 0.4 or later in that Python" % (
+                    version, sys.executable))
+        from optimum.neuron import NeuronModelForCausalLM
+
+        lacking = [name for name in ("get_neuron_config", "export")
+                   if not callable(getattr(NeuronModelForCausalLM, name, None))]
+        if lacking:
+            raise BackendUnavailable(
+                "optimum-neuron %s for %s has no NeuronModelForCausalLM.%s, and NeuronBench exports through "
+                "get_neuron_config and export (optimum-neuron 0.4.0 to 0.4.5 have both): install one of those "
+                "releases in that Python" % (version, sys.executable, " or .".join(lacking)))
         self.version, self.degree, self.precision, self.sdk = version, degree, precision, sdk
         self.workdir, self.name = workdir, name
         self.stack = "optimum-neuron %s NeuronModelForCausalLM, tensor parallel %d" % (version, degree)
@@ -92,16 +130,6 @@ class OptimumNeuronGenerator(Generator):
         return "%s-%s-b%d-s%d-tp%d-%s-on%s-cc%s" % (safe, digest, self.shape.batch, self.shape.total_len,
                                                     self.degree, self.precision, self.version, self.sdk or "none")
 
-    def _export_kwargs(self) -> Dict[str, Any]:
-        dtype = "bf16" if self.precision == "bf16" else "fp32"
-        kwargs: Dict[str, Any] = {"export": True, "batch_size": self.shape.batch,
-                                  "sequence_length": self.shape.total_len}
-        if _major_minor(self.version) >= (0, 4):
-            kwargs.update(tensor_parallel_size=self.degree, torch_dtype=dtype)
-        else:
-            kwargs.update(num_cores=self.degree, auto_cast_type=dtype)
-        return kwargs
-
     def load(self) -> None:
         from optimum.neuron import NeuronModelForCausalLM
 
@@ -111,19 +139,23 @@ class OptimumNeuronGenerator(Generator):
             started = time.perf_counter()
             source = os.path.join(self.workdir, "random-weights")
             fixed_length(self.model, self.pad_token_id)
-            self.model.save_pretrained(source)  # from_pretrained takes a folder: the random weights go there
-            exported = NeuronModelForCausalLM.from_pretrained(source, **self._export_kwargs())
+            # The folder the export reads: the random weights and their config, whose dtype the export takes.
+            self.model.save_pretrained(source)
+            shape = shape_kwargs(NeuronModelForCausalLM.get_neuron_config, self.shape.batch, self.shape.total_len,
+                                 self.degree, self.precision)
+            neuron_config = NeuronModelForCausalLM.get_neuron_config(source, **shape)
+            exported = NeuronModelForCausalLM.export(source, neuron_config, load_weights=False)
             partial = self.cache_dir + ".partial-%d" % os.getpid()
-            exported.save_pretrained(partial)
+            exported.save_pretrained(partial)  # the compiled model, and the source folder's weights beside it
             with open(os.path.join(partial, "neuronbench.json"), "w") as handle:
-                json.dump({"key": self.key(), "export_kwargs": self._export_kwargs()}, handle)
+                json.dump({"key": self.key(), "get_neuron_config": shape}, handle)
             if os.path.isdir(self.cache_dir):
                 shutil.rmtree(self.cache_dir)
             os.replace(partial, self.cache_dir)  # whole or absent: a killed export leaves no half artefact
             shutil.rmtree(source, ignore_errors=True)
             del exported
             self.export_s = time.perf_counter() - started
-        self.model = NeuronModelForCausalLM.from_pretrained(self.cache_dir, export=False)
+        self.model = NeuronModelForCausalLM.from_pretrained(self.cache_dir)
         fixed_length(self.model, self.pad_token_id)
 
     def compile_seconds(self) -> Optional[float]:

@@ -1,6 +1,10 @@
 """Which server a host can run, and its command line (pure functions of the probe's findings; tested as argv).
 
-- ``transformers``: ``transformers serve`` of a folder (any host with transformers[serving], CPU included).
+- ``transformers``: ``transformers serve`` of a folder (any host with transformers[serving] 4.56 or later, CPU
+  included).  Where its command lives and what it serves are read from the installed files, not its version
+  number: 5.x's CLI (``transformers/cli/``, typer, ``--log-level``) with ``/v1/completions`` (and usage in the
+  stream) where ``cli/serving/completion.py`` exists, else chat completions; 4.x's
+  (``transformers/commands/transformers_cli.py``, argparse, ``--log_level``), chat completions without usage.
 - ``vllm`` on a GPU: CUDA vLLM from this Python's environment.
 - ``vllm`` on Trn2/Trn3: the vLLM Neuron plugin's venv (Neuron SDK 2.31+, vLLM ≥ 0.17, torch.compile), tensor
   parallel degree = the NeuronCores asked for, ``num_seqs_buckets`` = the sweep's concurrency levels.
@@ -148,10 +152,49 @@ def vllm_argv(stack: str, python: str, model: str, port: int, input_lens: List[i
     return argv
 
 
-def transformers_argv(python: str, port: int, device: str) -> List[str]:
-    """``transformers serve`` (4.56: chat completions only, no usage, the model named per request)."""
-    return [python, "-m", "transformers.commands.transformers_cli", "serve", "--host", "127.0.0.1",
-            "--port", str(port), "--device", device, "--log_level", "info"]
+# What transformers serve needs besides transformers: its [serving] extra (transformers' is_serve_available).
+SERVE_MODULES = ("fastapi", "uvicorn", "pydantic", "openai")
+
+
+def transformers_serve() -> Dict[str, Any]:
+    """How this Python's transformers serves: {version, module (its CLI), api, log_flag}, read from its files.
+
+    Raises ServeProblem, in one sentence naming what was found and what is needed, where it cannot serve.
+    """
+    import importlib.util
+
+    from remote_agent.workloads.sources.hf_version import require_transformers
+
+    version = require_transformers("serve --server transformers")  # 4.56 or later, else one sentence
+    spec = importlib.util.find_spec("transformers")
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    root = roots[0] if roots else ""
+    missing = [name for name in SERVE_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ServeProblem("transformers serve needs transformers[serving], and %s of it %s not installed for %s "
+                           "(transformers %s): install it there with `python -m pip install "
+                           "\"transformers[serving]==%s\"`"
+                           % (", ".join(missing), "is" if len(missing) == 1 else "are", sys.executable, version,
+                              version))
+    if os.path.isfile(os.path.join(root, "cli", "transformers.py")) and \
+            os.path.isfile(os.path.join(root, "cli", "serve.py")):
+        completions = os.path.isfile(os.path.join(root, "cli", "serving", "completion.py"))
+        return {"version": version, "module": "transformers.cli.transformers", "log_flag": "--log-level",
+                "api": "completions" if completions else "chat"}
+    if os.path.isfile(os.path.join(root, "commands", "transformers_cli.py")) and \
+            os.path.isfile(os.path.join(root, "commands", "serving.py")):
+        return {"version": version, "module": "transformers.commands.transformers_cli", "log_flag": "--log_level",
+                "api": "chat"}
+    raise ServeProblem("transformers %s for %s has no serve command (neither transformers/cli/serve.py nor "
+                       "transformers/commands/serving.py): NeuronBench serves with transformers 4.56 or later"
+                       % (version, sys.executable))
+
+
+def transformers_argv(python: str, port: int, device: str, found: Dict[str, Any]) -> List[str]:
+    """``transformers serve`` as ``found`` (``transformers_serve()``) says this host's transformers spells it; the
+    model is named per request (the folder), so it loads on the first request, timed apart like a compile."""
+    return [python, "-m", found["module"], "serve", "--host", "127.0.0.1", "--port", str(port), "--device", device,
+            found["log_flag"], "info"]
 
 
 def server_cmd_argv(command: str, port: int) -> List[str]:

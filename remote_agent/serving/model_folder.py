@@ -6,9 +6,10 @@ token is one CJK character.  That choice is deliberate:
 
 - a prompt of S tokens is S characters, exactly, so the prompt length needs no server round trip;
 - the client counts a response's tokens by its characters when the server sends no ``usage``
-  (``transformers serve`` 4.56 sends none);
-- transformers' ``TextIteratorStreamer`` holds text back until a word ends, except after a CJK character,
-  which it flushes at once: every token then leaves the server as its own chunk, as a token streamer should.
+  (``transformers serve`` 4.x sends none; 5.x does);
+- transformers 4.x's ``TextIteratorStreamer`` holds text back until a word ends, except after a CJK character,
+  which it flushes at once: every token then leaves the server as its own chunk, as a token streamer should
+  (5.x's server decodes token by token anyway).
 
 The generation config has no EOS (``eos_token_id`` None), so every request runs to its ``max_tokens``.
 """

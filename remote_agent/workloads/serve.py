@@ -151,16 +151,20 @@ class Serve:
                               "or a running server with --endpoint")
         server = spec.server or "transformers"
         if server == "transformers":
+            found = server_argv.transformers_serve()  # before the folder: an unfit host is told at once
             folder, vocab = self._folder(name, model_file, weights=True)
             device = "cuda" if _has_cuda() else "cpu"
-            argv = server_argv.transformers_argv(sys.executable, port, device)
-            self.about.update(server="transformers", argv=argv, model_folder=folder, device=device,
-                              api="chat (transformers serve 4.56 has no /v1/completions)")
+            argv = server_argv.transformers_argv(sys.executable, port, device, found)
+            self.about.update(server="transformers", transformers=found["version"], argv=argv, model_folder=folder,
+                              device=device, api="completions" if found["api"] == "completions" else
+                              "chat (transformers %s serves no /v1/completions)" % found["version"])
             # USE_TORCH_XLA off: transformers serve runs on cpu or cuda, and with it on, transformers and
             # accelerate import torch-xla wherever it is installed (backends/base.py says what that costs).
+            # HF_HUB_DISABLE_UPDATE_CHECK: 5.x's CLI asks PyPI for a newer release at start; a benchmark does not.
             self._launch(argv, port, log_path, {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                                                "HF_HUB_DISABLE_UPDATE_CHECK": "1",
                                                 "USE_TORCH_XLA": os.environ.get("USE_TORCH_XLA", "0")})
-            return (Endpoint("127.0.0.1", port, folder, "chat", "transformers"), Prompts(spec.seed, vocab))
+            return (Endpoint("127.0.0.1", port, folder, found["api"], "transformers"), Prompts(spec.seed, vocab))
         from remote_agent.probe import collect_env
 
         found = server_argv.findings(collect_env())  # not quick: the instance type (IMDS) picks the stack

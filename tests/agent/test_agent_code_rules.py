@@ -44,3 +44,38 @@ def test_vermin_finds_nothing_newer_than_python_3_8():
     proc = subprocess.run([str(Path(sys.executable).with_name("vermin")), "-t=3.8-", "--no-tips", "--violations",
                            "--eval-annotations", str(AGENT)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# What Python 3.12-3.14 removed (What's New in Python 3.12, 3.13 and 3.14, "Removed"), and 3.14's
+# asyncio.get_event_loop(), which raises without a running loop.  No interpreter of 3.14 can be had here (no
+# registry this project reaches has one): this scan stands for it, beside vermin's floor and the 3.13 run
+# (tests/agent/test_agent_pythons.py).  SDK 2.33's DLAMI and vLLM DLC run Python 3.14 (Ubuntu 26.04).
+REMOVED_MODULES = {"distutils", "imp", "asynchat", "asyncore", "smtpd", "cgi", "cgitb", "crypt", "imghdr", "mailcap",
+                   "msilib", "nis", "nntplib", "ossaudiodev", "pipes", "sndhdr", "spwd", "sunau", "telnetlib", "uu",
+                   "xdrlib", "lib2to3"}
+REMOVED_NAMES = {("ast", "Num"), ("ast", "Str"), ("ast", "Bytes"), ("ast", "NameConstant"), ("ast", "Ellipsis"),
+                 ("pkgutil", "find_loader"), ("pkgutil", "get_loader"), ("asyncio", "get_event_loop"),
+                 ("asyncio", "get_child_watcher"), ("asyncio", "set_child_watcher"), ("sqlite3", "version"),
+                 ("urllib.request", "URLopener"), ("urllib.request", "FancyURLopener"), ("pty", "master_open"),
+                 ("pty", "slave_open"), ("importlib.abc", "Traversable"), ("importlib.abc", "ResourceReader")}
+
+
+def test_nothing_python_3_12_to_3_14_removed_is_used():
+    offenders = []
+    for path in sorted(AGENT.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        where = path.relative_to(REPO)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                offenders += [f"{where}: import {a.name}" for a in node.names
+                              if a.name.split(".")[0] in REMOVED_MODULES]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                if node.module.split(".")[0] in REMOVED_MODULES:
+                    offenders.append(f"{where}: from {node.module}")
+                offenders += [f"{where}: from {node.module} import {a.name}" for a in node.names
+                              if (node.module, a.name) in REMOVED_NAMES]
+            elif isinstance(node, ast.Attribute):
+                owner = ast.unparse(node.value)
+                if (owner, node.attr) in REMOVED_NAMES:
+                    offenders.append(f"{where}:{node.lineno}: {owner}.{node.attr}")
+    assert offenders == []

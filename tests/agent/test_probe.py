@@ -132,7 +132,7 @@ def test_plain_machine_reports_what_is_missing_and_why():
     assert env["torch"].split("+")[0] == "2.9.0"
     assert env["torchvision"].split("+")[0] == "0.24.0"
     assert env["timm"] == "1.0.31"
-    assert env["transformers"] == "4.56.2"  # beside torch, torchvision and timm: hf: models need it
+    assert env["transformers"] == "5.24.0"  # beside torch, torchvision and timm: hf: models need it
     assert env["torch_xla"] == "2.9.0"
     assert env["torch_neuronx"] is None and env["neuronx_cc"] is None
     assert env["missing"]["torch_neuronx"] == f"not installed for {sys.executable}"

@@ -25,14 +25,14 @@ def test_a_tiny_llama_sweep_on_cpu_counts_every_token_and_prices_output_tokens(r
                    "us-east-1").code == 0
     events = tmp_path / "events.jsonl"
     out = run_cli("run", "--host", "here", "--model", f"hf:{MODELS / 'tiny-llama'}", "--task", "causal-lm",
-                  "--backend", "cpu", "--batch-sizes", "1,2", "--input-lens", "8", "--output-lens", "1,5",
+                  "--backend", "cpu", "--batch-sizes", "2", "--input-lens", "8", "--output-lens", "1,5",
                   *QUICK, "--events", str(events))
     assert out.code == 0, out.stderr
     result = _result(out)
     assert result["model"]["class"] == "LlamaForCausalLM"
     points = result["generate"]
-    assert [(p["batch_size"], p["input_len"], p["output_len"]) for p in points] == [(1, 8, 1), (1, 8, 5), (2, 8, 1),
-                                                                                     (2, 8, 5)]
+    # Two points (one process each); the sweep's order over every axis: test_generate_points_put_batch_sizes_outer.
+    assert [(p["batch_size"], p["input_len"], p["output_len"]) for p in points] == [(2, 8, 1), (2, 8, 5)]
     for p in points:
         assert p["calls"] >= 4 and p["error"] is None and p["stack"] == "transformers generate, eager, dynamic cache"
         assert p["ttft_ms"]["n"] == p["calls"] and p["ttft_ms"]["p50"] > 0
@@ -54,7 +54,7 @@ def test_a_tiny_llama_sweep_on_cpu_counts_every_token_and_prices_output_tokens(r
         assert row["usd_per_1m_total_tokens"] < row["usd_per_1m_output_tokens"]
     # The live view's feed: one gen_call per first, warm-up and (throttled) measured call, each with TTFT.
     calls = [e for e in iter_events(events.read_bytes().splitlines()) if e["type"] == "gen_call"]
-    assert {(e["batch_size"], e["output_len"], e["stage"]) for e in calls} >= {(1, 5, "first"), (1, 5, "warmup"),
+    assert {(e["batch_size"], e["output_len"], e["stage"]) for e in calls} >= {(2, 5, "first"), (2, 5, "warmup"),
                                                                              (2, 5, "measure")}
     assert all(e["ttft_ms"] > 0 for e in calls)
     assert "TTFT p50 ms" in run_cli("runs", "show", result["run_id"]).stdout
@@ -62,12 +62,22 @@ def test_a_tiny_llama_sweep_on_cpu_counts_every_token_and_prices_output_tokens(r
     compare = run_cli("compare", result["run_id"], "--json")
     assert compare.code == 0, compare.stderr
     rows = json.loads(compare.stdout)["rows"]
-    assert len(rows) == 4 and all(r["unit"] == "output tok/s" for r in rows)
+    assert len(rows) == 2 and all(r["unit"] == "output tok/s" for r in rows)
     for r in rows:
         assert r["throughput"] == r["output_tok_s"] and r["usd_per_1m"] == r["usd_per_1m_output_tokens"]
         assert r["ttft_p50_ms"] > 0 and r["ttft_p99_ms"] >= r["ttft_p50_ms"]
     text = run_cli("compare", result["run_id"]).stdout
     assert "$/1M OUTPUT" in text and "per 1M prompt + output tokens" in text
+
+
+def test_generate_points_put_batch_sizes_outer_then_prompt_then_output_lengths():
+    """The order the sweep runs (and the Result lists) its points: one process each, in this order."""
+    from remote_agent.protocol import RunSpec
+    from remote_agent.supervisor import generate_points
+
+    spec = RunSpec(workload="generate", batch_sizes=(1, 2), input_lens=(8, 16), output_lens=(1, 5))
+    assert generate_points(spec) == [(1, 8, 1), (1, 8, 5), (1, 16, 1), (1, 16, 5), (2, 8, 1), (2, 8, 5),
+                                     (2, 16, 1), (2, 16, 5)]
 
 
 @pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-llama"])
@@ -109,15 +119,15 @@ def test_a_model_that_stops_early_fails_the_run_in_one_sentence(run_cli):
 
 def test_an_oom_at_one_batch_size_names_it_and_the_others_are_still_measured(run_cli):
     out = run_cli("run", "--host", "local", "--model", f"file:{MODELS / 'oom_at_batch.py'}", "--backend", "cpu",
-                  "--batch-sizes", "1,4,2", "--input-lens", "8", "--output-lens", "3", *QUICK)
+                  "--batch-sizes", "4,1", "--input-lens", "8", "--output-lens", "3", *QUICK)
     assert out.code != 0
     result = _result(out, "partial")  # the finished points are kept (tests/e2e/test_partial_sweeps.py)
     assert result["error"]["kind"] == "oom"
     assert result["error"]["message"].startswith("out of memory at batch 4, 8 in / 3 out: it needs about ")
     assert "KV cache" in result["error"]["message"] and "other sweep points are still measured" in \
         result["error"]["message"]
-    by_batch = {p["batch_size"]: p for p in result["generate"]}
-    assert by_batch[1]["output_tok_s"] > 0 and by_batch[2]["output_tok_s"] > 0
+    by_batch = {p["batch_size"]: p for p in result["generate"]}  # the point after the OOM still measured
+    assert by_batch[1]["output_tok_s"] > 0
     assert by_batch[4]["error"]["kind"] == "oom" and by_batch[4]["output_tok_s"] is None
 
 
@@ -215,15 +225,17 @@ def test_neuron_generates_through_optimum_neuron_exported_at_the_point_and_cache
     assert first.code == 0, first.stderr
     result = _result(first)
     [point] = result["generate"]
-    assert point["stack"] == "optimum-neuron 0.0.28+testdouble NeuronModelForCausalLM, tensor parallel 2"
+    assert point["stack"] == "optimum-neuron 0.4.5+testdouble NeuronModelForCausalLM, tensor parallel 2"
     assert result["backend_detail"]["compile_cache"] == "miss" and point["compile_s"] > 0
     assert point["tpot_ms"]["n"] == point["calls"]  # N tokens held by EOS off: min_new_tokens is ignored there
     # On-device sampling returns no logits: agreement is reported, the logit check says why it is not judged.
     assert point["check"]["agrees"] is None and "on-device sampling" in point["check"]["note"]
     assert point["check"]["greedy_agreement"] == 1.0
+    # optimum-neuron 0.4's export: the shape by get_neuron_config, the compile by export; then a plain load.
+    shape = {"batch_size": 2, "sequence_length": 12, "tp_degree": 2, "torch_dtype": "float32"}
     log = [json.loads(line) for line in (tmp_path / "optimum.log").read_text().splitlines()]
-    assert log[0] == {"call": "from_pretrained", "export": True, "batch_size": 2, "sequence_length": 12,
-                      "num_cores": 2, "auto_cast_type": "fp32"}
+    assert log == [{"call": "get_neuron_config", **shape}, {"call": "export", **shape, "load_weights": False},
+                   {"call": "from_pretrained", **shape}]
     [cached] = list((tmp_path / "neuron-models").iterdir())
     assert "-b2-s12-tp2-fp32-" in cached.name
 
@@ -232,11 +244,12 @@ def test_neuron_generates_through_optimum_neuron_exported_at_the_point_and_cache
     result = _result(second)
     assert result["backend_detail"]["compile_cache"] == "hit" and result["generate"][0]["compile_s"] == 0.0
     log = [json.loads(line) for line in (tmp_path / "optimum.log").read_text().splitlines()]
-    assert [e["export"] for e in log] == [True, False, False]  # no second export: loaded from the host's cache
+    assert [e["call"] for e in log[3:]] == ["from_pretrained"]  # no second export: loaded from the host's cache
 
 
-def test_the_stand_in_keeps_the_static_shape_rules(tmp_path):
-    """A larger batch or a longer sequence than the compiled one is refused as optimum-neuron refuses it."""
+def test_the_stand_in_keeps_optimum_neuron_0_4_5s_export_and_static_shape_rules(tmp_path, caplog):
+    """0.4.5's from_pretrained exports nothing (the 0.0.x call the product made before issue 27 fails as the real
+    one does); get_neuron_config + export do; then a larger batch or a longer prompt is refused as 0.4.5 refuses it."""
     import sys
 
     import torch
@@ -250,14 +263,24 @@ def test_the_stand_in_keeps_the_static_shape_rules(tmp_path):
     finally:
         sys.path.pop(0)
     config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                      num_attention_heads=4, num_key_value_heads=2, eos_token_id=None)
-    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / "m")
-    model = NeuronModelForCausalLM.from_pretrained(tmp_path / "m", export=True, batch_size=2, sequence_length=12)
+                                      num_attention_heads=2, num_key_value_heads=1, eos_token_id=None)
+    folder = tmp_path / "m"
+    transformers.LlamaForCausalLM(config).save_pretrained(folder)
+    with pytest.raises(OSError, match=r"does not appear to have a file named neuron_config\.json"):
+        NeuronModelForCausalLM.from_pretrained(folder, export=True, batch_size=2, sequence_length=12,
+                                               tensor_parallel_size=2, torch_dtype="fp32")
+    assert "Ignoring the following kwargs as they are not supported by neuron" in caplog.text
+    neuron_config = NeuronModelForCausalLM.get_neuron_config(str(folder), batch_size=2, sequence_length=12,
+                                                             tensor_parallel_size=2)
+    NeuronModelForCausalLM.export(str(folder), neuron_config).save_pretrained(tmp_path / "compiled")
+    model = NeuronModelForCausalLM.from_pretrained(tmp_path / "compiled")
     ids = torch.zeros((3, 8), dtype=torch.long)
     with pytest.raises(ValueError, match=r"batch_size \(3\) exceeds the model static batch size \(2\)"):
         model.generate(ids, max_new_tokens=4)
-    with pytest.raises(ValueError, match=r"sequence length \(13\) exceeds the model static sequence length \(12\)"):
-        model.generate(ids[:2], max_new_tokens=5)
+    with pytest.raises(ValueError, match=r"input sequence length \(13\) exceeds the model static sequence length"):
+        model.generate(torch.zeros((2, 13), dtype=torch.long), max_new_tokens=1)
+    with pytest.raises(ValueError, match="Left padding is not supported"):
+        model.generate(ids[:2], attention_mask=torch.tensor([[0] + [1] * 7] * 2), max_new_tokens=4)
     calls = []
 
     def criterion(input_ids, scores):

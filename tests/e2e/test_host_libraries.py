@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ from tests.e2e.sshd import make_server
 from tests.helpers import TINY_ARGS, TINY_MODEL
 
 HF_MODEL = "hf:prajjwal1/bert-tiny"
+TRANSFORMERS = metadata.version("transformers")  # the app's own: what it installs on a host that lacks it
+HUB = metadata.version("huggingface_hub")  # in the host's index beside it (wheel_from_installed)
 
 
 class Recorder(NoPrompts):
@@ -109,11 +112,11 @@ def test_hosts_test_install_transformers_installs_it_for_the_agent_and_the_probe
     out = run_cli("hosts", "test", "box", "--install", "transformers", "--json", "--accept-new-host-key", env=ssh_env)
     assert out.code == 0, out.stderr
     report = out.json()
-    assert report["missing_libraries"] == [] and report["env"]["transformers"] == "4.56.2"
-    assert "pip plans transformers 4.56.2" in out.stderr  # its dependencies are the host's own: nothing else
+    assert report["missing_libraries"] == [] and report["env"]["transformers"] == TRANSFORMERS
+    assert f"pip plans transformers {TRANSFORMERS}" in out.stderr  # its dependencies are the host's own: nothing else
     site = host.home / ".cache" / "neuronbench" / "site"
     assert (site / "transformers" / "__init__.py").is_file()
-    assert sorted(p.name for p in site.glob("*.dist-info")) == ["transformers-4.56.2.dist-info"]
+    assert sorted(p.name for p in site.glob("*.dist-info")) == [f"transformers-{TRANSFORMERS}.dist-info"]
     # the host's own Python is untouched: only the agent sees it
     assert subprocess.run([str(no_transformers), "-c", "import transformers"], capture_output=True).returncode != 0
 
@@ -148,9 +151,9 @@ def test_a_package_the_host_has_too_old_is_named_in_one_sentence_and_nothing_is_
         ssh.setup(libraries=("transformers",))
     ssh.close()
     assert str(caught.value) == (
-        f"transformers needs huggingface_hub 0.36.2 but {python} on box has huggingface_hub 0.16.4, which would come "
+        f"transformers needs huggingface_hub {HUB} but {python} on box has huggingface_hub 0.16.4, which would come "
         f"first for the agent and which NeuronBench does not replace: upgrade it there (`{python} -m pip install "
-        f"'huggingface_hub==0.36.2'`) and try again")
+        f"'huggingface_hub=={HUB}'`) and try again")
     site = host.home / ".cache" / "neuronbench" / "site"
     assert not site.exists() or not any(site.iterdir())
 
@@ -169,4 +172,4 @@ def test_accepted_on_a_host_that_cannot_reach_an_index_is_one_sentence(tmp_path,
         offline.stop()
     message = str(caught.value)
     assert message.startswith("pip on box found no way to install transformers: ") and "\n" not in message
-    assert "transformers==4.56.2" in message and message.endswith("(it needs to reach PyPI from there)")
+    assert f"transformers=={TRANSFORMERS}" in message and message.endswith("(it needs to reach PyPI from there)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,7 @@ def start_host(tmp_path: Path, key: Path, index: Path, stand_ins: Path = STAND_I
 @pytest.fixture(scope="module")
 def index(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("index")
-    optimum_neuron_wheel(folder, "0.0.28")
+    optimum_neuron_wheel(folder, "0.4.5")
     return folder
 
 
@@ -119,8 +120,8 @@ def test_a_native_stack_or_a_host_without_a_device_never_lacks_it(where, tmp_pat
 def test_a_plan_that_would_replace_a_package_of_the_neuron_venv_is_refused_in_one_sentence(tmp_path, ssh_client,
                                                                                            data_dir, index):
     newer = tmp_path / "index"
-    optimum_neuron_wheel(newer, "0.0.28")
-    optimum_neuron_wheel(newer, "0.0.29", ("transformers==4.99.0",))  # newest, made for another transformers
+    optimum_neuron_wheel(newer, "0.4.5")
+    optimum_neuron_wheel(newer, "0.4.6", ("transformers==4.99.0",))  # newest, made for another transformers
     decoy_wheel(newer, "transformers", "4.99.0", "filelock")
     host = start_host(tmp_path, ssh_client.key, newer)
     try:
@@ -132,8 +133,9 @@ def test_a_plan_that_would_replace_a_package_of_the_neuron_venv_is_refused_in_on
     finally:
         host.stop()
     assert str(caught.value) == (
-        f"optimum-neuron 0.0.29 needs transformers 4.99.0 but the Neuron venv's {PYTHON} on box has transformers "
-        f"4.56.2, and NeuronBench never replaces the Neuron SDK's packages: install the optimum-neuron release made "
+        f"optimum-neuron 0.4.6 needs transformers 4.99.0 but the Neuron venv's {PYTHON} on box has transformers "
+        f"{metadata.version('transformers')}, and NeuronBench never replaces the Neuron SDK's packages: install the "
+        f"optimum-neuron release made "
         f"for this SDK (torch-neuronx 2.9.0.2.11.0+testdouble) there yourself, or use a Neuron DLAMI venv that ships "
         f"it")
     site = host.home / ".cache" / "neuronbench" / "site"
@@ -158,9 +160,9 @@ def test_the_run_fails_until_hosts_test_installs_it_then_generates_through_it(tm
 
     assert installed.code == 0, installed.stderr
     assert installed.json()["missing_libraries"] == []
-    assert "pip plans optimum-neuron 0.0.28" in installed.stderr  # transformers and torch-neuronx are the venv's
+    assert "pip plans optimum-neuron 0.4.5" in installed.stderr  # transformers and torch-neuronx are the venv's
     site = host.home / ".cache" / "neuronbench" / "site"
-    assert sorted(p.name for p in site.glob("*.dist-info")) == ["optimum_neuron-0.0.28.dist-info"]
+    assert sorted(p.name for p in site.glob("*.dist-info")) == ["optimum_neuron-0.4.5.dist-info"]
     # the venv itself is untouched: only the agent's processes see it
     assert subprocess.run([PYTHON, "-c", "import optimum.neuron"], capture_output=True).returncode != 0
 
@@ -168,5 +170,5 @@ def test_the_run_fails_until_hosts_test_installs_it_then_generates_through_it(tm
     [result] = ran.json()
     assert result["status"] == "ok" and result["backend"] == "neuron"
     [point] = result["generate"]
-    assert point["stack"] == "optimum-neuron 0.0.28 NeuronModelForCausalLM, tensor parallel 2"
-    assert result["backend_detail"]["optimum_neuron"] == "0.0.28"
+    assert point["stack"] == "optimum-neuron 0.4.5 NeuronModelForCausalLM, tensor parallel 2"
+    assert result["backend_detail"]["optimum_neuron"] == "0.4.5"

@@ -89,9 +89,15 @@ def test_nxdi_gets_its_required_block_override_and_buckets():
 
 
 def test_transformers_serve_and_the_users_own_command():
-    assert transformers_argv("/py", 7000, "cpu") == ["/py", "-m", "transformers.commands.transformers_cli", "serve",
-                                                     "--host", "127.0.0.1", "--port", "7000", "--device", "cpu",
-                                                     "--log_level", "info"]
+    v4 = {"version": "4.56.2", "module": "transformers.commands.transformers_cli", "log_flag": "--log_level",
+          "api": "chat"}
+    assert transformers_argv("/py", 7000, "cpu", v4) == ["/py", "-m", "transformers.commands.transformers_cli",
+                                                         "serve", "--host", "127.0.0.1", "--port", "7000", "--device",
+                                                         "cpu", "--log_level", "info"]
+    v5 = {"version": "5.24.0", "module": "transformers.cli.transformers", "log_flag": "--log-level",
+          "api": "completions"}
+    assert transformers_argv("/py", 7000, "cpu", v5)[2:4] == ["transformers.cli.transformers", "serve"]
+    assert transformers_argv("/py", 7000, "cpu", v5)[-2:] == ["--log-level", "info"]
     assert server_cmd_argv(f"{sys.executable} -m http.server {{port}}", 7001) == [sys.executable, "-m",
                                                                                   "http.server", "7001"]
     with pytest.raises(ServeProblem) as caught:

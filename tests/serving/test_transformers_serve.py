@@ -1,10 +1,12 @@
-"""A real `transformers serve` (transformers 4.56.2, [serving] extras) of the tiny random Llama whose config ships,
-written to a folder by the agent (random weights, a tokenizer built offline with `tokenizers`), launched by the
-agent on this computer and over the real sshd; the server is gone afterwards (/proc)."""
+"""A real `transformers serve` (this venv's transformers 5.x, [serving] extras) of the tiny random Llama whose config
+ships, written to a folder by the agent (random weights, a tokenizer built offline with `tokenizers`), launched by
+the agent on this computer and over the real sshd; the server is gone afterwards (/proc).  5.x serves
+/v1/completions with usage in the stream; 4.56 (chat, no usage) runs in tests/e2e/test_transformers_4_56.py."""
 from __future__ import annotations
 
 import json
 import re
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,9 @@ FLAGS = ["--workload", "serve", "--input-lens", "8", "--output-lens", "4", "--co
 
 
 def server_gone(result: dict) -> bool:
-    """No process is left whose command line names the run's model folder (transformers serve loads it)."""
-    folder = result["serve"]["server"]["model_folder"]
+    """No process is left that runs the server's command line (transformers serve on the run's port)."""
+    argv = result["serve"]["server"]["argv"]
+    module, port = argv[argv.index("-m") + 1], str(argv[argv.index("--port") + 1])
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -28,22 +31,28 @@ def server_gone(result: dict) -> bool:
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        port = str(result["serve"]["server"]["argv"][result["serve"]["server"]["argv"].index("--port") + 1])
-        if state != "Z" and "transformers_cli serve" in cmdline and f"--port {port}" in cmdline:
+        if state != "Z" and f"{module} serve" in cmdline and f"--port {port}" in cmdline:
             return False
-    return bool(folder)
+    return bool(result["serve"]["server"]["model_folder"])
 
 
-def check(result: dict) -> None:
+def check(result: dict, transformers: str | None = None) -> None:
+    """Every level measured, every request exactly N tokens; transformers 5.x by /v1/completions and its usage,
+    4.x by chat completions and the agent's own tokenizer (4.56 streams no usage)."""
+    transformers = transformers or metadata.version("transformers")
     assert result["status"] == "ok", result.get("error")
     serve = result["serve"]
     server = serve["server"]
     assert server["server"] == "transformers" and server["dialect"] == "transformers"
+    assert server["transformers"] == transformers
     assert server["weights"] == "random (seed 0)" and server["parameters"] > 0
+    v5 = transformers.startswith("5.")
+    assert server["endpoint"].endswith("/v1/completions" if v5 else "/v1/chat/completions")
+    assert server["argv"][2] == ("transformers.cli.transformers" if v5 else "transformers.commands.transformers_cli")
     assert [lv["concurrency"] for lv in serve["levels"]] == [1, 2]
     for level in serve["levels"]:
         assert level["errors"] == 0 and level["completed"] >= 3
-        assert level["token_source"] == "tokenizer"  # transformers serve 4.56 streams no usage
+        assert level["token_source"] == ("usage" if v5 else "tokenizer")
         assert level["output_tokens"] == 4 * level["completed"]  # every request exactly N tokens
         assert level["tpot_ms"]["n"] == level["completed"]
     assert re.search(r"/runs/[^/]+/server\.log$", server["log"])

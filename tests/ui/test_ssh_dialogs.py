@@ -64,7 +64,7 @@ def test_test_connection_asks_about_the_unknown_host_key_and_trusts_it_only_when
     qtbot.waitUntil(lambda: not editor.testing, timeout=CONNECT_TIMEOUT_MS)
     log = editor.test_log.toPlainText()
     assert f"host key ssh-ed25519 {expected}" in log and "OK: the agent answered" in log, log
-    assert "timm 1.0.31 · transformers 4.56.2" in log  # the model libraries the host's Python has
+    assert "timm 1.0.31 · transformers 5.24.0" in log  # the model libraries the host's Python has
     assert f"[127.0.0.1]:{sshd.port} ssh-ed25519 " in known_hosts.read_text()
 
     # trusted now: the sidebar's probe goes through without a question
@@ -73,7 +73,7 @@ def test_test_connection_asks_about_the_unknown_host_key_and_trusts_it_only_when
     qtbot.waitUntil(lambda: window.sidebar.rows["box"].status in ("ok", "failed"), timeout=CONNECT_TIMEOUT_MS)
     assert window.sidebar.rows["box"].status == "ok", window.sidebar.rows["box"].problem
     assert window.prompts.dialog is None
-    assert "transformers 4.56.2" in window.sidebar.item(1).toolTip()  # the host's details name its libraries
+    assert "transformers 5.24.0" in window.sidebar.item(1).toolTip()  # the host's details name its libraries
 
 
 def test_a_changed_host_key_gets_the_refusal_screen_and_no_way_through(make_window, qtbot, app_paths, sshd,

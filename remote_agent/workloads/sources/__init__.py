@@ -55,6 +55,10 @@ def _need_library(source: str) -> None:
             raise SpecProblem("%s: models need %s, which is not installed for %s: install it with `neuronbench "
                               "hosts test HOST --install %s`, or pip install it for that Python"
                               % (source, library, sys.executable, library))
+    if source == "hf":
+        from remote_agent.workloads.sources.hf_version import require_transformers
+
+        require_transformers("hf: models")
 
 
 def _torchvision_mismatch(exc: Exception) -> Optional[SpecProblem]:
