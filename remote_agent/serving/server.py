@@ -32,6 +32,8 @@ OUT_OF_MEMORY = ("out of memory", "outofmemoryerror", "cuda error: out of memory
 # 11-29 00:48:12 [file.py:1063] " prefix, if any.
 _PREFIX = re.compile(r"^\([\w ]+pid=\d+\)\s+(?:[A-Z]+\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*)?")
 _RAISED = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Exit)):\s+(\S.*)$")
+# argparse refusing the command line: "vllm serve: error: argument --block-size: invalid choice: ..."
+_REFUSED = re.compile(r"^([\w.\- ]+: error):\s+(\S.*)$")
 # Exceptions that only point elsewhere ("EngineCore encountered an issue. See stack trace (above) for the root
 # cause.", "Worker failed with error '...', please check the stack trace above for the root cause").
 _WRAPPERS = ("root cause", "see stack trace")
@@ -84,7 +86,8 @@ def log_cause(path: str) -> Optional[str]:
     except OSError:
         return None
     for line in text.splitlines():
-        match = _RAISED.match(_PREFIX.sub("", line.strip()))
+        bare = _PREFIX.sub("", line.strip())
+        match = _RAISED.match(bare) or _REFUSED.match(bare)
         if match and not any(word in match.group(2).lower() for word in _WRAPPERS):
             cause = "%s: %s" % (match.group(1), match.group(2).strip())
             return cause if len(cause) <= CAUSE_CHARS else cause[:CAUSE_CHARS - 1] + "…"

@@ -1,7 +1,9 @@
 """``--server vllm`` end to end on a host double: an Inf2 (the recorded neuron-ls of an inf2.xlarge, the repo's
-neuron-ls test double) with a Neuron DLAMI's NxDI vLLM venv whose Python is a stand-in keeping vLLM's rules
-(tests/serving/vllm_standin.py).  The agent reads the venv, picks the NxDI stack and writes its command line; the
-stand-in refuses any line that breaks the rules.  No vLLM runs here: the timings are the mock's."""
+neuron-ls test double) with a Neuron DLAMI's NxDI vLLM venv whose Python is a stand-in keeping vLLM 0.16's and the
+NxDI plugin's rules (tests/serving/vllm_standin.py): NeuronCores cannot be had here.  The agent reads the venv,
+picks the NxDI stack, writes the model's random checkpoint and its command line; the stand-in refuses any line the
+real parser or plugin would refuse.  No vLLM runs here: the timings are the mock's (real vLLM runs in
+tests/serving/test_vllm_cpu.py)."""
 from __future__ import annotations
 
 import json
@@ -46,12 +48,13 @@ def inf2_env(tmp_path, cli_env):
     return env
 
 
-def test_vllm_on_inf2_runs_the_nxdi_stack_with_its_block_override(run_cli, inf2_env, tmp_path):
+def test_vllm_on_inf2_runs_the_nxdi_stack_on_a_random_checkpoint_with_its_block_override(run_cli, inf2_env,
+                                                                                         tmp_path):
     assert run_cli("hosts", "add", "inf2box", "--local", "--instance-type", "inf2.xlarge", env=inf2_env).code == 0
     events = tmp_path / "events.jsonl"
     done = run_cli("run", "--host", "inf2box", "--workload", "serve", "--server", "vllm", "--model",
-                   "hf:meta-llama/Llama-3.1-8B", "--input-lens", "16", "--output-lens", "8", "--concurrency", "1,2",
-                   "--nproc", "2", "--duration", "0.5", "--min-iters", "8", "--slo", "mlperf-server", "--json",
+                   "hf:neuronbench/tiny-random-llama", "--input-lens", "16", "--output-lens", "8", "--concurrency",
+                   "1,2", "--nproc", "2", "--duration", "0.5", "--min-iters", "8", "--slo", "mlperf-server", "--json",
                    "--events", str(events), env=inf2_env)
     assert done.code == 0, done.stderr
     result = json.loads(done.stdout)[0]
@@ -62,6 +65,12 @@ def test_vllm_on_inf2_runs_the_nxdi_stack_with_its_block_override(run_cli, inf2_
     argv = server["argv"]
     assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
     assert argv[argv.index("--num-gpu-blocks-override") + 1] == "2"
+    # NxDI reads a checkpoint, not --load-format dummy: the agent wrote one, random, and served its folder
+    model = Path(argv[4])
+    assert model == Path(server["model"]) and sorted(p.name for p in model.glob("*.safetensors")) == [
+        "model.safetensors"]
+    assert server["weights"] == "random (seed 0), a float32 checkpoint written by the agent"
+    assert server["parameters"] == 205_120  # the tiny Llama's: 2 layers, hidden 64, vocabulary 1024
     assert result["serve"]["slo_text"] == "p99 TPOT ≤ 100 ms, p99 TTFT ≤ 2000 ms"
     assert result["cost"]["usd_per_1m_output_tokens"][0]["slo_met"] is True
     assert [e["type"] for e in map(json.loads, events.read_text().splitlines())].count("serve_level") >= 2
@@ -70,8 +79,8 @@ def test_vllm_on_inf2_runs_the_nxdi_stack_with_its_block_override(run_cli, inf2_
 def test_a_command_line_vllm_refuses_fails_with_the_servers_own_line(run_cli, inf2_env):
     inf2_env["NEURONBENCH_STANDIN_CORES"] = "1"  # --nproc 2 cannot split over one core
     done = run_cli("run", "--host", "local", "--workload", "serve", "--server", "vllm", "--model",
-                   "hf:meta-llama/Llama-3.1-8B", "--nproc", "2", "--input-lens", "16", "--output-lens", "8",
+                   "hf:neuronbench/tiny-random-llama", "--nproc", "2", "--input-lens", "16", "--output-lens", "8",
                    env=inf2_env)
     assert done.code != 0
-    assert "the server exited with code 1 during start; its last log lines: ValueError: tensor parallel size 2 " \
-           "does not divide 1 NeuronCores" in done.stderr
+    assert "the server exited with code 1 during start; its log says: ValueError: tensor parallel size 2 does not " \
+           "divide 1 NeuronCores" in done.stderr
