@@ -435,7 +435,7 @@ def run_serve(spec: Any, events: WorkerEvents, summary_path: str, phase: Any, ru
         except ServerError as exc:
             raise ServeFailure(str(exc), exc.kind) from None
         except server_argv.ServeProblem as exc:
-            raise ServeFailure(str(exc), "backend_unavailable" if "not installed" in str(exc) or "venv" in str(exc)
+            raise ServeFailure(str(exc), "backend_unavailable" if "install" in str(exc) or "venv" in str(exc)
                                else "bad_spec") from None
         first = stream_request(endpoint, prompts.text(min(serve.input_lens), -100), min(serve.input_lens), 2,
                                prompts.count_tokens())
