@@ -235,6 +235,18 @@ def test_a_vllm_that_cannot_start_is_one_sentence_with_vllms_own_cause(tmp_path)
         "processes.")
 
 
+def test_a_server_built_for_a_cpu_this_one_is_not_is_named_as_such(tmp_path):
+    """vLLM's CPU build on a CPU without its instruction set dies of SIGILL, with no line of its own."""
+    server = ServerProcess([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGILL)"],
+                           free_port(), str(tmp_path / "server.log"))
+    server.start()
+    with pytest.raises(ServerError) as caught:
+        server.wait_ready(600)
+    assert str(caught.value) == ("the server was killed by signal 4 (an illegal instruction: this CPU lacks an "
+                                 "instruction set the server was built for, such as AVX-512 or AVX2 for vLLM's CPU "
+                                 "build) during start; its last log lines: (none)")
+
+
 def test_a_server_error_mid_stream_carries_the_cause_from_the_servers_log(agent_home):
     """vLLM streams only "EngineCore encountered an issue. See stack trace (above) for the root cause."; the
     cause is in its log (here real vLLM CPU's, serving a model of head size 16), and the run's sentence says it."""
