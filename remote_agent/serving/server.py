@@ -31,7 +31,7 @@ OUT_OF_MEMORY = ("out of memory", "outofmemoryerror", "cuda error: out of memory
 # A line that raises: "ValueError: ...", "torch.OutOfMemoryError: ...", after vLLM's "(Worker pid=N) ERROR
 # 11-29 00:48:12 [file.py:1063] " prefix, if any.
 _PREFIX = re.compile(r"^\([\w ]+pid=\d+\)\s+(?:[A-Z]+\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*)?")
-_RAISED = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Exit)):\s+(\S.*)$")
+_RAISED = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit)):\s+(\S.*)$")
 # argparse refusing the command line: "vllm serve: error: argument --block-size: invalid choice: ..."
 _REFUSED = re.compile(r"^([\w.\- ]+: error):\s+(\S.*)$")
 # Exceptions that only point elsewhere ("EngineCore encountered an issue. See stack trace (above) for the root
