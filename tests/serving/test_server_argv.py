@@ -93,13 +93,6 @@ def test_a_host_without_the_right_vllm_is_one_sentence():
                                  "(vLLM's CPU build), or use --server transformers")
 
 
-def test_cuda_vllm_serves_random_weights_without_prefix_caching():
-    argv = vllm_argv("cuda", "/py", "meta-llama/Llama-3.1-8B", 8123, [128, 1024], [128], [1, 4, 16], 1, 0)
-    assert argv == ["/py", "-m", "vllm.entrypoints.cli.main", "serve", "meta-llama/Llama-3.1-8B", "--host",
-                    "127.0.0.1", "--port", "8123", "--max-num-seqs", "16", "--max-model-len", "1152",
-                    "--no-enable-prefix-caching", "--seed", "0", "--load-format", "dummy"]
-
-
 def test_the_neuron_plugin_gets_tensor_parallel_and_the_sweeps_buckets():
     argv = vllm_argv("neuron", NEW["python"], "m", 9000, [128], [128], [1, 2, 4, 8], 8, 0)
     assert argv[argv.index("--tensor-parallel-size") + 1] == "8"
@@ -107,15 +100,6 @@ def test_the_neuron_plugin_gets_tensor_parallel_and_the_sweeps_buckets():
     config = json.loads(argv[argv.index("--additional-config") + 1])
     assert config == {"neuron_config": {"num_batched_tokens_buckets": [128, 256], "num_seqs_buckets": [1, 2, 4, 8]}}
     assert "--no-enable-prefix-caching" in argv and argv[argv.index("--load-format") + 1] == "dummy"
-
-
-def test_vllm_cpu_runs_the_api_server_module_with_random_weights():
-    argv = vllm_argv("cpu", "/venv/bin/python", "/run/model", 8123, [16], [8], [1, 2], 1, 0)
-    assert argv == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/run/model", "--host",
-                    "127.0.0.1", "--port", "8123", "--max-num-seqs", "2", "--max-model-len", "24",
-                    "--no-enable-prefix-caching", "--seed", "0", "--load-format", "dummy"]
-    tp = vllm_argv("cpu", "/py", "/m", 8123, [16], [8], [1], 2, 0)  # --nproc 2: two tensor-parallel ranks
-    assert tp[tp.index("--tensor-parallel-size") + 1] == "2"
 
 
 def test_vllm_cpu_gets_a_kv_cache_the_sweep_fits_in_and_stays_on_loopback():
