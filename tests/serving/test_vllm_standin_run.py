@@ -84,3 +84,26 @@ def test_a_command_line_vllm_refuses_fails_with_the_servers_own_line(run_cli, in
     assert done.code != 0
     assert "the server exited with code 1 during start; its log says: ValueError: tensor parallel size 2 does not " \
            "divide 1 NeuronCores" in done.stderr
+
+
+def test_the_random_checkpoint_nxdi_loads_is_whole_and_in_the_configs_dtype(tmp_path):
+    """What NxDI reads in place of --load-format dummy: every weight of the model, in the config's dtype (an 8B
+    Llama is then 16 GB of bfloat16), in shards written one at a time; transformers finds nothing missing."""
+    import torch
+    import transformers
+    from safetensors import safe_open
+
+    from remote_agent.serving.model_folder import write_model_folder, write_random_checkpoint
+    from remote_agent.workloads.sources.hf_config import parse_config
+
+    text = (REPO / "resources" / "models" / "neuronbench" / "tiny-random-llama" / "config.json").read_text()
+    config = parse_config("tiny", json.dumps(dict(json.loads(text), torch_dtype="bfloat16")), "config.json")
+    write_model_folder(config, str(tmp_path), 0, weights=False)
+    about = write_random_checkpoint(config, str(tmp_path), seed=0, shard_bytes=100_000)
+    shards = sorted(tmp_path.glob("model-*-of-*.safetensors"))
+    assert len(shards) > 1 and (tmp_path / "model.safetensors.index.json").is_file()
+    with safe_open(str(shards[0]), "pt") as shard:
+        assert {shard.get_tensor(name).dtype for name in shard.keys()} == {torch.bfloat16}  # noqa: SIM118
+    model, info = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path), output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+    assert about["parameters"] == sum(p.numel() for p in model.parameters()) == 205_120
