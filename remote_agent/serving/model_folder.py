@@ -120,3 +120,62 @@ def folder_vocab(folder: str) -> Optional[int]:
             return int(json.load(handle)["vocab_size"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def write_random_checkpoint(config: Any, folder: str, seed: int = 0,
+                            shard_bytes: int = 2 * 1024 ** 3) -> Dict[str, Any]:
+    """Random weights for ``config`` as a safetensors checkpoint in ``folder``, for servers that load a checkpoint
+    and make no weights of their own (vLLM's NxDI plugin does not read ``--load-format dummy``).
+
+    The model is built on the meta device (no memory) and each tensor is drawn as its shard is written, in the
+    config's dtype: an 8B Llama is 16 GB of bfloat16, more than an inf2.xlarge's memory if made whole in fp32.
+    Norm weights are ones and biases zeros (as a model's own init), the rest N(0, initializer_range)."""
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+
+    # transformers 5 names it dtype, 4.56 torch_dtype (read from __dict__: v5 warns on the old name's property)
+    dtype = getattr(config, "dtype", None) or vars(config).get("torch_dtype") or torch.float32
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype.replace("torch.", ""), torch.float32)
+    architectures = getattr(config, "architectures", None) or []
+    model_class = getattr(transformers, architectures[0], None) if architectures else None
+    with torch.device("meta"):
+        model = model_class(config) if model_class is not None else \
+            transformers.AutoModelForCausalLM.from_config(config)
+    params = list(model.named_parameters())  # a tied weight once (its first name), as save_pretrained keeps it
+    width = torch.tensor([], dtype=dtype).element_size()
+    shards: List[List[Any]] = [[]]
+    size = 0
+    for name, param in params:
+        nbytes = param.numel() * width
+        if shards[-1] and size + nbytes > shard_bytes:
+            shards.append([])
+            size = 0
+        shards[-1].append((name, param))
+        size += nbytes
+    std = float(getattr(config, "initializer_range", 0.02) or 0.02)
+    generator = torch.Generator().manual_seed(seed)
+    weight_map, total = {}, 0
+    for index, shard in enumerate(shards):
+        file = "model.safetensors" if len(shards) == 1 else "model-%05d-of-%05d.safetensors" % (index + 1, len(shards))
+        tensors = {}
+        for name, param in shard:
+            if name.endswith(".bias"):
+                tensor = torch.zeros(param.shape, dtype=dtype)
+            elif param.dim() == 1 and "norm" in name:
+                tensor = torch.ones(param.shape, dtype=dtype)
+            else:
+                tensor = torch.empty(param.shape, dtype=torch.float32).normal_(0.0, std, generator=generator).to(dtype)
+            tensors[name] = tensor
+            weight_map[name] = file
+            total += tensor.numel() * width
+        save_file(tensors, os.path.join(folder, file), metadata={"format": "pt"})
+        del tensors
+    if len(shards) > 1:
+        with open(os.path.join(folder, "model.safetensors.index.json"), "w") as handle:
+            json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, handle, indent=1)
+    kind = str(dtype).replace("torch.", "")
+    return {"weights": "random (seed %d), a %s checkpoint written by the agent" % (seed, kind),
+            "parameters": sum(p.numel() for _, p in params), "checkpoint_bytes": total,
+            "model_class": type(model).__name__}

@@ -9,6 +9,7 @@ even outside the group.  Its output goes to ``server.log`` in the run folder, ke
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -24,7 +25,19 @@ STOP_GRACE_S = 10.0
 # What servers print when they cannot bind their port, or run out of device memory.
 PORT_IN_USE = ("address already in use", "errno 98", "only one usage of each socket address")
 OUT_OF_MEMORY = ("out of memory", "outofmemoryerror", "cuda error: out of memory", "nrt_resource",
-                 "insufficient memory", "failed to allocate", "cannot allocate memory")
+                 "insufficient memory", "failed to allocate", "cannot allocate memory",
+                 # vLLM CPU: its KV cache (VLLM_CPU_KVCACHE_SPACE) or the model's max length does not fit
+                 "on kv cache allocation is less than", "larger than the available kv cache memory")
+# A line that raises: "ValueError: ...", "torch.OutOfMemoryError: ...", after vLLM's "(Worker pid=N) ERROR
+# 11-29 00:48:12 [file.py:1063] " prefix, if any.
+_PREFIX = re.compile(r"^\([\w ]+pid=\d+\)\s+(?:[A-Z]+\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*)?")
+_RAISED = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit)):\s+(\S.*)$")
+# argparse refusing the command line: "vllm serve: error: argument --block-size: invalid choice: ..."
+_REFUSED = re.compile(r"^([\w.\- ]+: error):\s+(\S.*)$")
+# Exceptions that only point elsewhere ("EngineCore encountered an issue. See stack trace (above) for the root
+# cause.", "Worker failed with error '...', please check the stack trace above for the root cause").
+_WRAPPERS = ("root cause", "see stack trace")
+CAUSE_CHARS = 400
 
 
 class ServerError(Exception):
@@ -59,6 +72,26 @@ def log_tail(path: str, lines: int = 8, limit: int = 1500) -> str:
         return ""
     kept = [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
     return " | ".join(kept)[-limit:]
+
+
+def log_cause(path: str) -> Optional[str]:
+    """The server's own words for why it failed: the first exception raised in its log that is not a pointer to
+    another (vLLM logs its root cause first, then wrappers that say "see root cause above"), or None."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 512 * 1024))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        bare = _PREFIX.sub("", line.strip())
+        match = _RAISED.match(bare) or _REFUSED.match(bare)
+        if match and not any(word in match.group(2).lower() for word in _WRAPPERS):
+            cause = "%s: %s" % (match.group(1), match.group(2).strip())
+            return cause if len(cause) <= CAUSE_CHARS else cause[:CAUSE_CHARS - 1] + "…"
+    return None
 
 
 class ServerProcess:
@@ -110,22 +143,33 @@ class ServerProcess:
                     raise ServerError("the server on port %d answers, but %s" % (self.port, last_problem),
                                       "bad_spec") from None
             if time.monotonic() - begin > timeout_s:
-                tail = log_tail(self.log_path)
-                raise ServerError("the server was not ready after %g s (GET /v1/models: %s); its last log lines: %s"
-                                  % (timeout_s, last_problem, tail or "(none)"))
+                raise ServerError("the server was not ready after %g s (GET /v1/models: %s); %s"
+                                  % (timeout_s, last_problem, self._log_words()))
             time.sleep(READY_POLL_S)
 
+    def _log_words(self) -> str:
+        """The log's cause ("its log says: ValueError: ..."), else its last lines."""
+        cause = log_cause(self.log_path)
+        if cause:
+            return "its log says: %s" % cause
+        return "its last log lines: %s" % (log_tail(self.log_path) or "(none)")
+
     def _died(self, code: int) -> ServerError:
-        tail = log_tail(self.log_path)
-        lower = tail.lower()
+        words = self._log_words()
+        lower = (log_tail(self.log_path) + " " + words).lower()
         how = "was killed by signal %d" % -code if code < 0 else "exited with code %d" % code
+        if code == -signal.SIGILL:
+            how += " (an illegal instruction: this CPU lacks an instruction set the server was built for, such as " \
+                   "AVX-512 or AVX2 for vLLM's CPU build)"
         if any(text in lower for text in PORT_IN_USE):
-            return ServerError("the server %s: port %d is in use on the host; its last log lines: %s"
-                               % (how, self.port, tail), "bad_spec")
+            return ServerError("the server %s: port %d is in use on the host; %s" % (how, self.port, words), "bad_spec")
         if any(text in lower for text in OUT_OF_MEMORY):
-            return ServerError("the server %s: the model does not fit the device memory; its last log lines: %s"
-                               % (how, tail), "oom")
-        return ServerError("the server %s during start; its last log lines: %s" % (how, tail or "(none)"))
+            return ServerError("the server %s: the model does not fit the device memory; %s" % (how, words), "oom")
+        return ServerError("the server %s during start; %s" % (how, words))
+
+    def exit_code(self) -> Optional[int]:
+        """The server's exit code once it has exited, else None."""
+        return self.proc.poll() if self.proc is not None else None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

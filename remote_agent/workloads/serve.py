@@ -29,6 +29,10 @@ from remote_agent.workloads.problems import SpecProblem
 DEFAULT_CONCURRENCY = (1, 2, 4)
 READY_TIMEOUT_S = float(os.environ.get("NEURONBENCH_SERVER_READY_S", "1800"))  # vLLM Neuron compiles for long
 RATE_PROBES = 4
+# Request errors that the server caused (the client's own are short answers, bad prompts): these get the server
+# log's cause appended.
+SERVER_SIDE = ("error mid-stream", "answered HTTP 5", "closed mid-stream", "connection refused", "reset by peer",
+               "did not answer", "stalled stream", "streamed no text")
 LOG_LINES_PER_S = 20  # the server's lines streamed live a second (all of them stay in server.log)
 # Words for prompts when the server's tokenizer is not at hand: each is one token in the common BPE vocabularies
 # (with its leading space); the count is then corrected against usage.prompt_tokens.
@@ -123,6 +127,14 @@ class Serve:
         self.about["config"] = origin
         folder = os.path.join(self.run_path, "model")
         os.makedirs(folder, exist_ok=True)
+        if weights and self.spec.server == "vllm":
+            # NxDI reads a checkpoint: drawn shard by shard in the config's dtype (an 8B model whole in fp32 would
+            # not fit a small host's memory).
+            from remote_agent.serving.model_folder import write_random_checkpoint
+
+            self.about.update(write_model_folder(config, folder, self.spec.seed, weights=False))
+            self.about.update(write_random_checkpoint(config, folder, self.spec.seed))
+            return folder, folder_vocab(folder)
         # vLLM makes its own random weights (--load-format dummy): it reads only the config and the tokenizer.
         self.about.update(write_model_folder(config, folder, self.spec.seed, weights=weights))
         return folder, folder_vocab(folder)
@@ -170,12 +182,23 @@ class Serve:
         found = server_argv.findings(collect_env())  # not quick: the instance type (IMDS) picks the stack
         stack, install = server_argv.pick_vllm(found)
         model = name
-        if model_file is not None:
+        if stack == "nxdi":
+            # The NxDI plugin loads the folder's checkpoint and ignores --load-format dummy (given a hub id it would
+            # download the real weights): it gets a folder with random weights the agent wrote.
+            model, vocab = self._folder(name, model_file, weights=True)
+        elif model_file is not None:
             model, vocab = self._folder(name, model_file, weights=False)
         argv = server_argv.vllm_argv(stack, install["python"], model, port, self.input_lens, self.output_lens,
                                      self.concurrency, spec.nproc, spec.seed)
+        env = server_argv.vllm_env(stack, _folder_config(model), max(s + n for s in self.input_lens
+                                                                     for n in self.output_lens),
+                                   max(self.concurrency), found.get("mem_available"))
         self.about.update(server="vllm", stack=stack, vllm=install.get("vllm"), argv=argv, family=found["family"])
-        self._launch(argv, port, log_path, {})
+        if install.get("dist"):
+            self.about["vllm_dist"] = install["dist"]
+        if env:
+            self.about["env"] = env
+        self._launch(argv, port, log_path, env)
         return Endpoint("127.0.0.1", port, model, "completions", "vllm"), Prompts(spec.seed, vocab)
 
     def _launch(self, argv: List[str], port: int, log_path: str, env: Dict[str, str]) -> None:
@@ -205,6 +228,27 @@ class Serve:
                 if sent < LOG_LINES_PER_S:
                     sent += 1
                     self.events.emit("log", level="stderr", message=raw.decode("utf-8", "replace").rstrip()[:2000])
+
+    def server_said(self, error: Optional[str]) -> Optional[str]:
+        """A request's error, with the cause from the log of the server this run started when the server failed it
+        (vLLM streams only "EngineCore encountered an issue. See stack trace (above) for the root cause.")."""
+        server = self.server
+        if not error or server is None or not any(sign in error for sign in SERVER_SIDE):
+            return error
+        from remote_agent.serving.server import log_cause
+
+        cause = log_cause(server.log_path)
+        for _ in range(5):  # the engine's processes may still be writing their traceback when the stream ends
+            if cause:
+                break
+            time.sleep(0.2)
+            cause = log_cause(server.log_path)
+        code = server.exit_code()
+        if cause and cause not in error:
+            error = "%s; the server's log says: %s" % (error, cause)
+        if code is not None:
+            error += " (the server has exited, with code %d)" % code
+        return error
 
     def _models(self, host: str, port: int, prefix: str) -> List[str]:
         try:
@@ -247,7 +291,7 @@ class Serve:
         warm = load.closed_loop(send, concurrency or 1, load.LevelRule(concurrency or 1, 0.0, None, concurrency or 1),
                                 self.cancelled, first_index=self._next(concurrency or 1))
         self.events.emit("phase", name="warmup", state="end", **where)
-        warm_error = warm.first_error()
+        warm_error = self.server_said(warm.first_error())
         if warm_error and all(not o.timeline.ok for o in warm.outcomes):
             raise ServeFailure("every warm-up request at %s failed: %s" % (figures.level_name(where), warm_error))
         self.events.emit("phase", name="measure", state="start", **where)
@@ -263,7 +307,7 @@ class Serve:
         summary.update(where, stopped_by=level.stopped_by, max_in_flight=in_flight,
                        short=sum(1 for o in level.outcomes if o.short),
                        token_source=_most([o.token_source for o in level.outcomes if o.token_source]),
-                       first_error=level.first_error())
+                       first_error=self.server_said(level.first_error()))
         prompt_seen = [o.usage_prompt_tokens for o in level.outcomes if o.usage_prompt_tokens is not None]
         off = [p for p in prompt_seen if p != s]
         summary["prompt_tokens_checked"] = len(prompt_seen)
@@ -350,6 +394,16 @@ def _event_level(summary: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def _folder_config(model: str) -> Optional[Dict[str, Any]]:
+    """The config.json of a model folder (None for a hub id or an unreadable file)."""
+    try:
+        with open(os.path.join(model, "config.json")) as handle:
+            data = json.load(handle)
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
 def _has_cuda() -> bool:
     try:
         import torch
@@ -385,12 +439,12 @@ def run_serve(spec: Any, events: WorkerEvents, summary_path: str, phase: Any, ru
         except ServerError as exc:
             raise ServeFailure(str(exc), exc.kind) from None
         except server_argv.ServeProblem as exc:
-            raise ServeFailure(str(exc), "backend_unavailable" if "not installed" in str(exc) or "venv" in str(exc)
+            raise ServeFailure(str(exc), "backend_unavailable" if "install" in str(exc) or "venv" in str(exc)
                                else "bad_spec") from None
         first = stream_request(endpoint, prompts.text(min(serve.input_lens), -100), min(serve.input_lens), 2,
                                prompts.count_tokens())
         if first.timeline.error and not first.short:
-            raise ServeFailure("the server's first request failed: %s" % first.timeline.error,
+            raise ServeFailure("the server's first request failed: %s" % serve.server_said(first.timeline.error),
                                "bad_spec" if "OpenAI" in first.timeline.error or "stream" in first.timeline.error
                                else "runtime")
         serve.about["first_request_s"] = first.timeline.finished - first.timeline.start

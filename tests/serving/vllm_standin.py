@@ -1,19 +1,31 @@
-"""A stand-in for vLLM's ``python -m vllm.entrypoints.cli.main serve`` on a host without vLLM (tests only).
+"""A stand-in for a Neuron DLAMI's ``python -m vllm.entrypoints.cli.main serve`` (tests only): the vLLM Neuron
+stacks cannot run without NeuronCores.  vLLM itself (its parser, its CPU engine) runs for real in the suite
+(tests/vllm_venv.py); this keeps the rules of the two Neuron plugins and refuses, in the real one's words, what
+they refuse, then serves the OpenAI API with the mock's set timings.  It does not compile, run a model or hold a
+device: its timings are the mock's, not vLLM's.
 
-It keeps the rules the serve workload must follow (research/llm-serving.md §2) and refuses, as the real server
-would fail, a command line that breaks them; then it serves the OpenAI API with the mock's set timings:
+Rules kept, with where each comes from:
 
-- ``--host``/``--port`` and a model are required; ``--load-format dummy`` (no weights are downloaded in
-  NeuronBench) and ``--no-enable-prefix-caching`` must be there;
-- the NxDI plugin (vLLM 0.16, Inf2/Trn1) needs ``--num-gpu-blocks-override`` and ``--block-size`` and does not
-  support chunked prefill; ``--additional-config`` must be JSON with ``override_neuron_config``;
-- the Neuron plugin (vLLM ≥ 0.17) reads ``neuron_config`` buckets; ``--tensor-parallel-size`` must divide the
-  NeuronCores (``NEURONBENCH_STANDIN_CORES``).
-It does not compile, run a model or hold a device: its timings are the mock's, not vLLM's.
+- vLLM 0.16's parser (the NxDI venv's; read from the vllm-0.16.0 wheel): ``--block-size`` is one of
+  1, 8, 16, 32, 64, 128, 256 (``CacheConfig.BlockSize``, argparse choices); anything else is argparse's
+  "invalid choice".
+- The NxDI plugin (vllm-neuron, ``platform.check_and_update_config``): with prefix caching off it sets the
+  block size to ``--max-model-len`` itself; with prefix caching on it asserts that a block size was given.
+- The NxDI plugin's loader (``NeuronCausalLM.load_weights``) reads the model folder's checkpoint and ignores
+  ``--load-format``; a model that is not a folder is downloaded from the hub with its real weights
+  (``AutoModelForCausalLM.from_pretrained``), which this stand-in, offline, refuses to pretend.  A folder without
+  a checkpoint fails to load.
+- vllm-neuron's README (known issue 2): ``--num-gpu-blocks-override`` = ceil(max_model_len / block_size) x
+  max_num_seqs is required (an out-of-bounds error otherwise); the stand-in refuses at start what the real one
+  would fail on later.
+- ``--additional-config`` is JSON; the NxDI plugin reads ``override_neuron_config`` from it (defaults without).
+- Both plugins: ``--tensor-parallel-size`` must divide the NeuronCores (``NEURONBENCH_STANDIN_CORES``).
 """
 from __future__ import annotations
 
+import glob
 import json
+import math
 import os
 import sys
 
@@ -21,17 +33,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from tests.serving.mock_openai import Handler, Server, Settings
 
-
-def refuse(message: str) -> None:
-    print(f"ValueError: {message}", flush=True)
-    sys.exit(1)
+BLOCK_SIZES_0_16 = (1, 8, 16, 32, 64, 128, 256)
 
 
-def main(argv: list[str]) -> None:
-    if argv[:3] != ["-m", "vllm.entrypoints.cli.main", "serve"] or len(argv) < 4:
-        refuse(f"not a vllm serve command line: {argv[:4]}")
-    model, options = argv[3], argv[4:]
-    flags = {}
+def refuse(message: str, kind: str = "ValueError", code: int = 1) -> None:
+    print(f"{kind}: {message}", flush=True)
+    sys.exit(code)
+
+
+def read_flags(options: list[str]) -> dict:
+    flags: dict = {}
     i = 0
     while i < len(options):
         key = options[i]
@@ -41,25 +52,52 @@ def main(argv: list[str]) -> None:
         else:
             flags[key] = True
             i += 1
+    return flags
+
+
+def nxdi_rules(model: str, flags: dict) -> None:
+    block = flags.get("--block-size")
+    if block is not None and int(block) not in BLOCK_SIZES_0_16:
+        print("usage: vllm serve [model_tag] [options]", flush=True)
+        refuse(f"argument --block-size: invalid choice: {block} (choose from "
+               f"{', '.join(map(str, BLOCK_SIZES_0_16))})", "vllm serve: error", 2)
+    max_len, max_seqs = int(flags["--max-model-len"]), int(flags.get("--max-num-seqs", 256))
+    if "--no-enable-prefix-caching" in flags:
+        block = max_len  # the plugin's own override: a contiguous KV cache
+    elif block is None:
+        refuse("When prefix caching is enabled, block_size must be set.", "AssertionError")
+    needed = math.ceil(max_len / int(block)) * max_seqs
+    override = flags.get("--num-gpu-blocks-override")
+    if override is None or int(override) < needed:
+        refuse(f"--num-gpu-blocks-override {override} is fewer than ceil(max_model_len / block_size) x "
+               f"max_num_seqs = {needed} blocks: NxDI would index out of bounds")
+    if not os.path.isdir(model):
+        refuse(f"{model} is not a folder: the NxDI plugin would download its real weights from the Hugging Face "
+               f"hub (AutoModelForCausalLM.from_pretrained), which this offline stand-in does not do", "OSError")
+    if not glob.glob(os.path.join(model, "*.safetensors")) and not glob.glob(os.path.join(model, "*.bin")):
+        refuse(f"no checkpoint (*.safetensors or *.bin) in {model}: NxDI loads the folder's weights and does not "
+               f"read --load-format {flags.get('--load-format', 'auto')}", "FileNotFoundError")
+    print(f"INFO block size {block} (= --max-model-len, prefix caching off), {override} blocks", flush=True)
+
+
+def main(argv: list[str]) -> None:
+    if argv[:3] != ["-m", "vllm.entrypoints.cli.main", "serve"] or len(argv) < 4:
+        refuse(f"not a vllm serve command line: {argv[:4]}")
+    model, flags = argv[3], read_flags(argv[4:])
     version = os.environ.get("NEURONBENCH_STANDIN_VLLM", "0.16.0")
-    if flags.get("--load-format") != "dummy":
-        refuse("the stand-in only serves random weights (--load-format dummy)")
-    if "--no-enable-prefix-caching" not in flags:
-        refuse("prefix caching must be off for random prompts")
     extra = json.loads(flags.get("--additional-config", "{}"))
     if version.startswith("0.16"):
-        if "--num-gpu-blocks-override" not in flags or "--block-size" not in flags:
-            refuse("NxDI needs --num-gpu-blocks-override and --block-size (a contiguous KV cache)")
-        if "override_neuron_config" not in extra:
-            refuse("NxDI reads its buckets from --additional-config override_neuron_config")
+        nxdi_rules(model, flags)
+        print(f"INFO Retrieved override_neuron_config from additional_config: {extra.get('override_neuron_config')}",
+              flush=True)
     cores = int(os.environ.get("NEURONBENCH_STANDIN_CORES", "2"))
-    if int(flags.get("--tensor-parallel-size", 1)) > cores or cores % int(flags.get("--tensor-parallel-size", 1)):
-        refuse(f"tensor parallel size {flags.get('--tensor-parallel-size')} does not divide {cores} NeuronCores")
+    tp = int(flags.get("--tensor-parallel-size", 1))
+    if tp > cores or cores % tp:
+        refuse(f"tensor parallel size {tp} does not divide {cores} NeuronCores")
     print(f"INFO vLLM {version} stand-in serving {model} on port {flags['--port']} with {flags}", flush=True)
     settings = Settings(float(os.environ.get("NEURONBENCH_STANDIN_TTFT", "0.02")),
                         float(os.environ.get("NEURONBENCH_STANDIN_ITL", "0.004")), model=model)
-    httpd = Server((flags["--host"], int(flags["--port"])),
-                                type("BoundHandler", (Handler,), {"settings": settings}))
+    httpd = Server((flags["--host"], int(flags["--port"])), type("BoundHandler", (Handler,), {"settings": settings}))
     httpd.daemon_threads = True
     httpd.serve_forever()
 
