@@ -24,8 +24,8 @@ def test_serve_starts_from_the_tiny_llama_behind_transformers_serve(make_window,
     assert form.message.isVisible() and form.message.text().startswith("--slo: SLO term 'ttft_p98=2s' is not")
     assert not window.run_button.isEnabled()
     form.slo.clear()
-    qtbot.keyClicks(form.slo, "mlperf-server")
-    assert window.run_button.isEnabled() and form.spec().slo == "mlperf-server"
+    qtbot.keyClicks(form.slo, "mlperf-llama3.1-8b-server")
+    assert window.run_button.isEnabled() and form.spec().slo == "mlperf-llama3.1-8b-server"
 
 
 def _level(concurrency, ttft, tpot, tok_s, rate=None):
