@@ -451,8 +451,11 @@ class LiveRunView(QFrame):
             for label, metric in (("TTFT p99", "ttft_ms"), ("TPOT p99", "tpot_ms")):
                 parts.append(f"{label} <b>{_num((level.get(metric) or {}).get('p99'), '.3g', ' ms')}</b>")
             parts.append(f"output <b>{_num(level.get('output_tok_s'), ',.1f', ' tok/s')}</b>")
-            if level.get("errors"):
-                parts.append(f"{level['errors']} error(s)")
+            rate = level.get("error_rate")  # a failed request is never good: its share shows beside the figures
+            if rate is None and level.get("requests"):
+                rate = (level.get("errors") or 0) / level["requests"]
+            parts.append(f"errors <b>{_num(None if rate is None else 100 * rate, '.3g', '%')}</b>"
+                         + (f" ({level['errors']})" if level.get("errors") else ""))
             return " · ".join(parts)
         if state.spec.workload == "generate":
             call = state.gen_calls.last()
