@@ -297,7 +297,14 @@ class Client:
             return
         for conn in self.idle + list(self.busy):
             conn._close()
-        self.loop.run_until_complete(asyncio.sleep(0))  # their connection_lost callbacks
+        pending = [task for task in asyncio.all_tasks(self.loop) if not task.done()]  # connects under way
+        for task in pending:
+            task.cancel()
+
+        async def settle() -> None:  # the tasks' cancellation and the connections' connection_lost callbacks
+            await asyncio.gather(*pending, asyncio.sleep(0), return_exceptions=True)
+
+        self.loop.run_until_complete(settle())
         self.loop.close()
 
     # ------------------------------------------------------------ requests

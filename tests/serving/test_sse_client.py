@@ -263,3 +263,22 @@ def test_a_send_held_back_by_the_in_flight_cap_is_late_and_says_so(monkeypatch):
     # From the send, the server looks as fast as ever; from the schedule (MLPerf's rule), the wait is latency.
     assert sent["ttft_ms"]["p99"] < timed_from_schedule["ttft_ms"]["p99"]
     assert timed_from_schedule["ttft_ms"]["p99"] >= (4 * 0.05 - schedule[-1]) * 1000
+
+
+def test_a_cancelled_level_gives_up_its_requests_in_flight_instead_of_waiting_for_them():
+    cancelled = threading.Event()
+    with MockServer(ttft=120.0, itl=0.0) as mock:  # an answer that would take two minutes
+        ep = endpoint(mock)
+        settings = mock.settings
+
+        def user_presses_ctrl_c() -> None:  # once both requests are in the server's hands
+            with settings.changed:
+                settings.changed.wait_for(lambda: settings.in_flight >= 2, timeout=60)
+            cancelled.set()
+
+        with Client(ep) as client:
+            threading.Thread(target=user_presses_ctrl_c, daemon=True).start()
+            level = load.closed_loop(client, lambda i: make_request(ep, "a", 1, 2), 2,
+                                     load.LevelRule(min_requests=10, duration_s=0.0), cancelled)
+        assert mock.settings.requests == 2
+    assert level.stopped_by == "cancelled" and level.outcomes == []  # given up: no figure, no error counted
