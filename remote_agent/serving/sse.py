@@ -90,8 +90,9 @@ def request_body(endpoint: Endpoint, prompt: str, output_tokens: int) -> Dict[st
 def make_request(endpoint: Endpoint, prompt: str, prompt_tokens: int, output_tokens: int) -> Request:
     """The whole HTTP/1.1 request, ready to write (keep-alive is HTTP/1.1's default)."""
     body = json.dumps(request_body(endpoint, prompt, output_tokens), separators=(",", ":")).encode("utf-8")
+    host = "[%s]" % endpoint.host if ":" in endpoint.host else endpoint.host  # an IPv6 literal
     head = ("POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n"
-            "Content-Length: %d\r\n\r\n" % (endpoint.path, endpoint.host, endpoint.port, len(body)))
+            "Content-Length: %d\r\n\r\n" % (endpoint.path, host, endpoint.port, len(body)))
     return Request(head.encode("latin-1") + body, prompt_tokens, output_tokens)
 
 

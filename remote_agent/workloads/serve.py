@@ -318,6 +318,7 @@ class Serve:
             return self.server_gone(where)
 
         self.events.emit("phase", name="warmup", state="start", **where)
+        opened = client.opened
         warm_sent, warm_failed = self._warm_up(client, make, where, concurrency or 1, abort)
         self.events.emit("phase", name="warmup", state="end", **where)
         self.events.emit("phase", name="measure", state="start", **where)
@@ -343,7 +344,7 @@ class Serve:
                        short=sum(1 for o in level.outcomes if o.short),
                        token_source=_most([o.token_source for o in level.outcomes if o.token_source]),
                        first_error=level.first_error(), warmup_requests=warm_sent, warmup_errors=warm_failed)
-        summary["client"]["connections_opened"] = client.opened
+        summary["client"]["connections_opened"] = client.opened - opened  # by its warm-up and itself
         prompt_seen = [o.usage_prompt_tokens for o in level.outcomes if o.usage_prompt_tokens is not None]
         off = [p for p in prompt_seen if p != s]
         summary["prompt_tokens_checked"] = len(prompt_seen)

@@ -62,6 +62,9 @@ def test_a_server_failing_every_third_request_never_yields_a_met_level(run_cli):
         result["warnings"]
     text = run_cli("runs", "show", result["run_id"]).stdout
     assert re.search(r"c=1 .* 3\d(\.\d)?% .* missed", text), text  # the error rate beside the figures
+    assert re.search(r"client  c=2: [0-9.e+-]+ ms CPU a request \([0-9.e+-]+% of a core\), send lag p50 [0-9.e+-]+ / "
+                     r"p99 [0-9.e+-]+ / max [0-9.e+-]+ ms", text), text  # what the client itself cost
+    assert "a level meets the SLO with at most 1% of its requests failed" in text
 
 
 def test_a_server_that_keeps_failing_its_warm_up_fails_the_run_in_one_sentence(run_cli):
