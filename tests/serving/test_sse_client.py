@@ -126,8 +126,10 @@ def test_bad_answers_each_have_their_sentence():
 
 # ------------------------------------------------------------------ real vLLM's bytes, cut anywhere
 
-def _read(answer_bytes: bytes, cuts: list[int], api: str = "completions") -> tuple:
-    """Feed one recorded HTTP answer to a connection in pieces cut at ``cuts``; its outcome."""
+def _read(answer_bytes: bytes, cuts: list[int], api: str = "completions", closes: bool = False,
+          tokens: int = 24) -> tuple:
+    """Feed one recorded HTTP answer to a connection in pieces cut at ``cuts`` (then the server's close, if
+    ``closes``); its outcome, the connection's state and the client's idle connections."""
     class Transport:
         def write(self, data: bytes) -> None:
             pass
@@ -140,11 +142,13 @@ def _read(answer_bytes: bytes, cuts: list[int], api: str = "completions") -> tup
         conn = Connection(client)
         conn.connection_made(Transport())
         result = client.loop.create_future()
-        conn.begin(_Exchange(make_request(ep, "p", 32, 24), 0.0, None, result, False, 0))
+        conn.begin(_Exchange(make_request(ep, "p", 32, tokens), 0.0, None, result, False, 0))
         edges = [0, *cuts, len(answer_bytes)]
         for low, high in itertools.pairwise(edges):
             if high > low:
                 conn.data_received(answer_bytes[low:high])
+        if closes:
+            conn.connection_lost(None)
         outcome = result.result()
         return outcome, conn.state, client.idle
 
@@ -160,6 +164,25 @@ def test_real_vllm_answers_read_the_same_however_the_bytes_arrive(name, api):
     for step in (1, 7, 61, 250):  # cut inside the headers, chunk sizes, CRLFs, JSON and UTF-8 characters
         cut, _, _ = _read(recorded, list(range(step, len(recorded), step)), api)
         assert (cut.timeline.ok, cut.text, cut.timeline.output_tokens) == (True, whole.text, 24)
+
+
+def test_answers_framed_by_length_or_by_the_servers_close_read_alike_and_only_one_is_kept_alive():
+    events = (b'data: {"choices":[{"index":0,"text":"a"}]}\n\n'
+              b'data: {"choices":[{"index":0,"text":"b","finish_reason":"length"}]}\n\n'
+              b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}\n\n'
+              b"data: [DONE]\n\n")
+    sized = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s" % (len(events),
+                                                                                                    events)
+    until_close = b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n\r\n" + events
+    said_close = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n" \
+                 b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(events), events)
+    interim = b"HTTP/1.1 100 Continue\r\n\r\n" + sized
+    framings = ((sized, False, 1), (until_close, True, 0), (said_close, False, 0), (interim, False, 1))
+    for answer, closes, kept in framings:
+        for cuts in ([], list(range(1, len(answer)))):
+            outcome, _, idle = _read(answer, cuts, closes=closes, tokens=2)
+            assert (outcome.timeline.error, outcome.text, outcome.timeline.output_tokens) == (None, "ab", 2)
+            assert len(idle) == kept  # reused only when HTTP/1.1 framed its end and did not say close
 
 
 def test_the_sse_reader_keeps_the_specs_rules():
