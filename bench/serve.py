@@ -1,17 +1,15 @@
 """The serve workload's client against a server of known timings: how far our TTFT/TPOT are from the truth.
 
-Neither `vllm bench serve` nor GuideLLM installs on this machine without breaking the pinned environment
-(GuideLLM 0.8.1 pulls transformers 5.x and datasets; vLLM needs a GPU or a multi-GB CPU build), so the
-reference here is the mock OpenAI server's *set* timings (tests/serving/mock_openai.py, its own process):
-it sleeps TTFT before the first token and ITL between tokens, so a perfect client measures TTFT = set TTFT and
+The reference here is the mock OpenAI server's *set* timings (tests/serving/mock_openai.py, its own process): it
+sleeps TTFT before the first token and ITL between tokens, so a perfect client measures TTFT = set TTFT and
 TPOT = set ITL.  Printed as ratios (measured / set) per concurrency level, in one run; the excess is the client's
-and the loopback's overhead (plus the server's own HTTP work), which grows with concurrency on a 2-core VM where
-client threads and server share the CPUs.
+and the loopback's overhead (plus the mock's own HTTP work and its sleeps' overshoot), with client and server
+sharing the machine's CPUs.
 
     python bench/serve.py [--ttft-ms 50] [--itl-ms 10] [--tokens 32] [--requests 40] [--levels 1,4,16]
 
-Run it where `vllm bench serve` works and point both at the same `--endpoint` for the comparison the issue asks
-for (not done here).
+Against a real server and the client people trust (`vllm bench serve` on real vLLM), see
+bench/serve_vs_vllm.py.
 """
 from __future__ import annotations
 
