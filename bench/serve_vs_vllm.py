@@ -30,6 +30,7 @@ import argparse
 import fcntl
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -226,6 +227,7 @@ def main() -> int:
     parser.add_argument("--input-len", type=int, default=32)
     parser.add_argument("--output-len", type=int, default=24)
     parser.add_argument("--ours", choices=("agent", "client"), default="agent")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (model, vLLM's log, runs)")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     if not (VLLM_VENV / "bin" / "python").exists():
@@ -302,6 +304,10 @@ def main() -> int:
             bench.close()
         server.stop()
         lock.close()
+        if args.keep or sys.exc_info()[0] is not None:
+            print(f"work folder kept: {work} (vLLM's log: {work / 'vllm.log'})", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
