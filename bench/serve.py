@@ -1,17 +1,15 @@
 """The serve workload's client against a server of known timings: how far our TTFT/TPOT are from the truth.
 
-Neither `vllm bench serve` nor GuideLLM installs on this machine without breaking the pinned environment
-(GuideLLM 0.8.1 pulls transformers 5.x and datasets; vLLM needs a GPU or a multi-GB CPU build), so the
-reference here is the mock OpenAI server's *set* timings (tests/serving/mock_openai.py, its own process):
-it sleeps TTFT before the first token and ITL between tokens, so a perfect client measures TTFT = set TTFT and
+The reference here is the mock OpenAI server's *set* timings (tests/serving/mock_openai.py, its own process): it
+sleeps TTFT before the first token and ITL between tokens, so a perfect client measures TTFT = set TTFT and
 TPOT = set ITL.  Printed as ratios (measured / set) per concurrency level, in one run; the excess is the client's
-and the loopback's overhead (plus the server's own HTTP work), which grows with concurrency on a 2-core VM where
-client threads and server share the CPUs.
+and the loopback's overhead (plus the mock's own HTTP work and its sleeps' overshoot), with client and server
+sharing the machine's CPUs.
 
     python bench/serve.py [--ttft-ms 50] [--itl-ms 10] [--tokens 32] [--requests 40] [--levels 1,4,16]
 
-Run it where `vllm bench serve` works and point both at the same `--endpoint` for the comparison the issue asks
-for (not done here).
+Against a real server and the client people trust (`vllm bench serve` on real vLLM), see
+bench/serve_vs_vllm.py.
 """
 from __future__ import annotations
 
@@ -27,9 +25,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from remote_agent import llm_figures as figures  # noqa: E402
+from remote_agent.serving.client import Client  # noqa: E402
 from remote_agent.serving.load import LevelRule, closed_loop  # noqa: E402
 from remote_agent.serving.server import free_port  # noqa: E402
-from remote_agent.serving.sse import Endpoint, list_models, stream_request  # noqa: E402
+from remote_agent.serving.sse import Endpoint, list_models, make_request  # noqa: E402
 
 
 def main() -> int:
@@ -56,10 +55,12 @@ def main() -> int:
               f"request; {os.cpu_count()} CPUs")
         print(f"{'level':>6} {'reqs':>5} {'TTFT p50 ms':>12} {'ratio':>6} {'TTFT p99':>9} {'TPOT p50 ms':>12} "
               f"{'ratio':>6} {'ITL p50':>8} {'ratio':>6} {'out tok/s':>10} {'ideal':>8}")
+        client = Client(endpoint)
         for level in [int(x) for x in args.levels.split(",")]:
-            def send(i: int):
-                return stream_request(endpoint, "w " * 16, 16, args.tokens)
-            done = closed_loop(send, level, LevelRule(args.requests, 0.0, None, args.requests), threading.Event())
+            def make(i: int):
+                return make_request(endpoint, "w " * 16, 16, args.tokens)
+            done = closed_loop(client, make, level, LevelRule(args.requests, 0.0, None, args.requests),
+                               threading.Event())
             s = figures.serve_summary([o.timeline for o in done.outcomes])
             ideal = level * args.tokens / ((args.ttft_ms + (args.tokens - 1) * args.itl_ms) / 1000)
             ttft, tpot, itl = s["ttft_ms"], s["tpot_ms"], s["itl_ms"]
@@ -67,6 +68,7 @@ def main() -> int:
                   f"{ttft['p99']:>9.2f} {tpot['p50']:>12.2f} {tpot['p50'] / args.itl_ms:>6.3f} "
                   f"{itl['p50']:>8.2f} {itl['p50'] / args.itl_ms:>6.3f} {s['output_tok_s']:>10.1f} "
                   f"{ideal:>8.1f}")
+        client.close()
     finally:
         server.terminate()
         server.wait(timeout=10)

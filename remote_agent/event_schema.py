@@ -141,10 +141,15 @@ SERVE_LEVEL = {  # one load level of the serve workload (remote_agent/llm_figure
     "requests": "int+", "completed": "int+", "errors": "int+", "?ttft_ms": DIST_MS, "?tpot_ms": DIST_MS,
     "?itl_ms": DIST_MS, "?e2e_ms": DIST_MS, "?requests_per_s": "num+?", "?output_tok_s": "num+?",
     "?total_tok_s": "num+?", "?goodput_rps": "num+?", "?slo_met": "bool?", "?stopped_by": "str?",
+    # issue 26: the error rate (0..1) an SLO is held to, the load client's own cost, how latency was timed
+    "?error_rate": "num+?", "?latency_from": "str?", "?itl_max_ms": DIST_MS, "?warmup_errors": "int+?",
+    "?client": nullable({"?cpu_s_per_request": "num+?", "?cpu_s": "num+?", "?cpu_share": "num+?",
+                         "?send_lag_ms": nullable({"?p50": "num+?", "?p99": "num+?", "?max": "num+?"})}),
 }
 SERVE = {
     "?levels": nullable([SERVE_LEVEL]), "?slo": nullable({"*": "num+"}), "?slo_text": "str?", "?slo_unmet": "str?",
     "?goodput_point": "obj?", "?operating_point": "str?", "?server": "obj?",
+    "?slo_max_error_rate": "num+?", "?latency_from": "str?", "?itl_rule": "str?", "?slo_preset": "obj?",
 }
 MODEL = {  # what the agent built: source, class, parameters, inputs, file digest, library versions
     "?source": "str?", "?name": "str?", "?task": "str?", "?class": "str?", "?parameters": "int?",

@@ -65,6 +65,20 @@ def _has_control(text: str) -> bool:
     return any(ord(ch) < 32 or ord(ch) == 127 for ch in text)
 
 
+def served_model_id(text: str) -> Optional[ModelRef]:
+    """A serve run's --model for a server that is already given (--endpoint, --server-cmd): the model id as that
+    server names it, any one-line string (``meta-llama/Llama-3.1-8B-Instruct``, a multi-model endpoint's alias),
+    when it is not a model source; None when it is one (then ``parse_model_ref`` reads it)."""
+    try:
+        parse_model_ref(text)
+        return None
+    except ModelRefError:
+        pass
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_REF_CHARS or _has_control(text):
+        return None  # parse_model_ref's own sentence says what is wrong
+    return ModelRef("id", text.strip())
+
+
 def parse_model_ref(text: str) -> ModelRef:
     """Split ``--model`` into its source and name; raise ModelRefError with a sentence to act on."""
     if not isinstance(text, str) or not text.strip():

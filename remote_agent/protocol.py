@@ -18,7 +18,14 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, Iterable, Optional, Tuple
 
 from remote_agent.event_schema import EVENT_SCHEMAS, SchemaError, check_event
-from remote_agent.model_ref import TASKS, ModelRefError, check_model_file, parse_model_ref, strip_model_file_text
+from remote_agent.model_ref import (
+    TASKS,
+    ModelRefError,
+    check_model_file,
+    parse_model_ref,
+    served_model_id,
+    strip_model_file_text,
+)
 from remote_agent.spec_limits import wire_problem
 
 PROTOCOL_VERSION = 1
@@ -283,9 +290,9 @@ class RunSpec:
         "serve: the URL of an OpenAI-compatible server already running, as reached from the host (nothing "
         "is started)", "--endpoint"))
     slo: str = field(default="", metadata=_help(
-        "serve: latency objectives every level is held to, e.g. ttft_p99=2000ms,tpot_p99=100ms, or a "
-        "preset (mlperf-server, mlperf-interactive); with it, a seeded Poisson rate search finds the "
-        "highest rate that meets them", "--slo"))
+        "serve: latency objectives every level is held to, e.g. ttft_p99=2000ms,tpot_p99=100ms, or an MLPerf "
+        "preset named for its model (mlperf-llama3.1-8b-server, mlperf-llama2-70b-interactive, ...); with it, a "
+        "seeded Poisson rate search finds the highest rate that meets them", "--slo"))
     compile: bool = field(default=False, metadata=_help(
         "generate on cuda: the static KV cache and torch.compile of the forward (the transformers recipe); "
         "without it, eager with the dynamic cache (xla and neuron always run static shapes)", "--compile"))
@@ -325,8 +332,11 @@ class RunSpec:
             raise SpecError(*problem)
         need(self.workload in WORKLOADS, "workload",
              "workload must be one of %s, not %r" % (", ".join(WORKLOADS), self.workload))
+        # serve of a running server (--endpoint, --server-cmd): --model is its model id as it names it, any string
+        served = served_model_id(self.model) if self.workload == "serve" and (self.endpoint or self.server_cmd) \
+            else None
         try:
-            ref = parse_model_ref(self.model)
+            ref = served or parse_model_ref(self.model)
         except ModelRefError as exc:
             raise SpecError("model", str(exc)) from None
         need(self.task == "" or self.task in TASKS, "task",

@@ -26,7 +26,7 @@ from app.services.model_files import model_file_for
 from app.services.multi_run import RunListener, RunTicket, run_on_hosts
 from app.services.recorder import RunRecorder, open_recording
 from app.services.run_group import RunGroup
-from remote_agent.model_ref import TASKS, ModelRefError, parse_model_ref
+from remote_agent.model_ref import TASKS, ModelRefError, parse_model_ref, served_model_id
 from remote_agent.protocol import (
     BACKENDS,
     DATA_SOURCES,
@@ -160,7 +160,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         if model_source(model) != model_source(base.model):
             start.update(model_args={})  # ... and its model arguments, when they were for another library
     # The file a file: or hf: model brings (its text travels in the spec), read here, on this computer.
-    start.update(model=model, model_file=model_file_for(model))
+    served = workload == "serve" and (args.endpoint or args.server_cmd) and served_model_id(model) is not None
+    start.update(model=model, model_file=None if served else model_file_for(model))  # a served id brings no file
     spec = build_spec(start, workload=workload, model_args=model_args, backend=args.backend,
                       batch_sizes=batch_sizes, steps=args.steps, warmup=args.warmup, duration=args.duration,
                       min_iters=args.min_iters, precision=args.precision, nproc=args.nproc, workers=args.workers,

@@ -24,6 +24,26 @@ def _load(level: dict[str, Any]) -> str:
     return f"{level['rate']:.3g}/s" if level.get("rate") is not None else f"c={level.get('concurrency')}"
 
 
+def _pct(share: float | None) -> str:
+    return "N/A" if share is None else f"{100 * share:.3g}%"
+
+
+def _client_lines(levels: list[dict[str, Any]]) -> list[str]:
+    """What the load client itself cost per level: CPU per request (and of a core), its send lag."""
+    lines = []
+    for lv in levels:
+        client = lv.get("client")
+        if not isinstance(client, dict):
+            continue  # a run stored before the client measured itself
+        lag = client.get("send_lag_ms") or {}
+        per_request = client.get("cpu_s_per_request")
+        cpu_ms = None if per_request is None else per_request * 1000
+        lines.append(f"  client  {_load(lv)}: {_num(cpu_ms, '.3g')} ms CPU a request "
+                     f"({_pct(client.get('cpu_share'))} of a core), send lag p50 {_num(lag.get('p50'), '.3g')} / "
+                     f"p99 {_num(lag.get('p99'), '.3g')} / max {_num(lag.get('max'), '.3g')} ms")
+    return lines
+
+
 def format_serve_table(result: dict[str, Any]) -> list[str]:
     levels = serve_levels(result)
     serve = result.get("serve") or {}
@@ -53,6 +73,16 @@ def format_serve_table(result: dict[str, Any]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines += ["  " + "  ".join(c.rjust(widths[i]) if i else c.ljust(widths[i]) for i, c in enumerate(row))
               for row in rows]
+    lines += _client_lines(levels)
+    if slo:
+        bound = serve.get("slo_max_error_rate")
+        rules = [] if bound is None else [f"a level meets the SLO with at most {_pct(bound)} of its requests failed"]
+        if serve.get("latency_from") == "scheduled":
+            rules.append("latency counts from each request's scheduled send (MLPerf LoadGen's rule)")
+        if serve.get("itl_rule"):
+            rules.append(f"an ITL limit is held to each request's {serve['itl_rule'].replace(' per request', '')}")
+        if rules:
+            lines.append("  " + "; ".join(rules))
     costs = {(c.get("input_len"), c.get("output_len")): c
              for c in (result.get("cost") or {}).get("usd_per_1m_output_tokens") or [] if isinstance(c, dict)}
     for point in operating_points(result):

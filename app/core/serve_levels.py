@@ -2,14 +2,16 @@
 
 One row per load level, in the order run (closed-loop concurrency levels, then the SLO's Poisson rates): TTFT and
 TPOT p50/p99, output tok/s, the error rate and whether the level met the SLO.  ``error_rate`` and the SLO verdict
-that counts errors (CONTRACT.md: remote_agent/llm_figures.serve_summary) are read as the agent wrote them; a run
-stored before they existed has none, and its rows say N/A (None here), never a figure made up from other keys.
+that counts errors (remote_agent/llm_figures.serve_summary) are read as the agent wrote them.  A run stored before
+``error_rate`` was kept still has its request and error counts (failed and short requests were errors then too), so
+its error rate is their ratio; its SLO verdict, though, was made without counting errors (``slo_counts_errors``).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from app.core.serve_points import serve_levels
+from remote_agent.llm_figures import level_meets
 
 
 def level_label(level: dict[str, Any]) -> str:
@@ -22,27 +24,35 @@ def _stat(level: dict[str, Any], metric: str, stat: str) -> float | None:
     return None if value is None else float(value)
 
 
-def level_row(level: dict[str, Any], slo: bool) -> dict[str, Any]:
-    """One level's figures: None where the level has no value (or the run is older than the key)."""
-    error_rate = level.get("error_rate")
+def level_error_rate(level: dict[str, Any]) -> float | None:
+    """Errors / requests of a level (0..1): the agent's own figure, or its counts' ratio for a run stored before it
+    kept one; None when the level has no request."""
+    if level.get("error_rate") is not None:
+        return float(level["error_rate"])
+    requests, errors = level.get("requests"), level.get("errors")
+    return errors / requests if requests and errors is not None else None
+
+
+def level_row(level: dict[str, Any], slo: dict[str, float] | None) -> dict[str, Any]:
+    """One level's figures (None where the level has no value) and its verdict against ``slo`` (the limits in ms):
+    judged here by the agent's own rule (llm_figures.level_meets, errors counted), so a run stored before errors
+    counted gets the verdict the operating point (serve_points) is chosen by, not the one stored with it."""
+    met, misses = level_meets(level, slo) if slo else (None, [])
     return {
         "load": level_label(level), "concurrency": level.get("concurrency"), "rate": level.get("rate"),
         "input_len": level.get("input_len"), "output_len": level.get("output_len"),
         "requests": level.get("requests"), "errors": level.get("errors"),
-        "error_rate": None if error_rate is None else float(error_rate),
+        "error_rate": level_error_rate(level),
         "ttft_p50_ms": _stat(level, "ttft_ms", "p50"), "ttft_p99_ms": _stat(level, "ttft_ms", "p99"),
         "tpot_p50_ms": _stat(level, "tpot_ms", "p50"), "tpot_p99_ms": _stat(level, "tpot_ms", "p99"),
         "output_tok_s": level.get("output_tok_s"),
-        # Without an SLO there is nothing to meet; "error_rate" missing: a verdict of before errors counted.
-        "slo_met": level.get("slo_met") if slo else None,
-        "slo_misses": list(level.get("slo_misses") or []) if slo else [],
-        "slo_counts_errors": "error_rate" in level, "has_slo": slo,
+        "slo_met": met, "slo_misses": misses, "has_slo": bool(slo),
     }
 
 
 def level_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     """Every load level of a serve Result, in the order run."""
-    slo = bool((result.get("serve") or {}).get("slo"))
+    slo = (result.get("serve") or {}).get("slo") or None
     return [level_row(level, slo) for level in serve_levels(result)]
 
 
@@ -53,8 +63,7 @@ def slo_ttft_ms(result: dict[str, Any]) -> float | None:
 
 
 def slo_word(row: dict[str, Any]) -> str:
-    """``met``, ``missed``, ``-`` (no SLO) or ``N/A`` (a verdict from before errors counted: ``slo_counts_errors``
-    is False, and its error rate N/A, which the views show beside it)."""
+    """``met``, ``missed``, or ``-`` (no SLO)."""
     if not row["has_slo"]:
         return "-"
     if row["slo_met"] is None:
@@ -63,7 +72,7 @@ def slo_word(row: dict[str, Any]) -> str:
 
 
 def error_rate_text(row: dict[str, Any]) -> str:
-    """``0%``, ``33%`` or ``N/A`` (a run stored before the error rate was kept)."""
+    """``0%``, ``33%``, ``0.5%`` or ``N/A`` (a level without a request)."""
     rate = row["error_rate"]
     if rate is None:
         return "N/A"

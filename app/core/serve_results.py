@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.llm_results import llm_figures
+from app.core.serve_levels import level_error_rate
 from app.core.serve_points import operating_points
 
 
@@ -25,7 +26,7 @@ def serve_row(point: dict[str, Any], server: dict[str, Any]) -> dict[str, Any]:
             "concurrency": point.get("concurrency"), "rate": point.get("rate"),
             "goodput_rps": point.get("goodput_rps"), "requests_per_s": point.get("requests_per_s"),
             "slo_text": point.get("slo_text"), "slo_met": point.get("slo_met"), "slo_unmet": point.get("slo_unmet"),
-            "error_rate": point.get("error_rate"),  # None: no level met the SLO, or a run older than the key
+            "error_rate": level_error_rate(point),  # None: no level met the SLO (no operating point)
             "operating_point": point.get("operating_point"), "load_name": point.get("load_name")}
 
 

@@ -48,7 +48,6 @@ def _operating_points(members: list[dict[str, Any]], runs: dict[str, dict[str, A
 def _levels(members: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> list[Block]:
     """One table per run: every load level in the order run."""
     blocks: list[Block] = []
-    old = False
     for run_id in dict.fromkeys(r["run_id"] for r in members):
         run = runs.get(run_id) or {}
         serve = run.get("serve") or {}
@@ -58,7 +57,6 @@ def _levels(members: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> l
         shapes = len({shape_key(lv) for lv in levels}) > 1
         rows = []
         for lv in levels:
-            old = old or not lv["slo_counts_errors"]
             rows.append((lv["load"], *((f"{lv['input_len']}/{lv['output_len']}",) if shapes else ()),
                          num(lv["requests"], "d"), num(lv["errors"], "d"), error_rate_text(lv),
                          num(lv["ttft_p50_ms"], ".3g"), num(lv["ttft_p99_ms"], ".3g"), num(lv["tpot_p50_ms"], ".3g"),
@@ -72,9 +70,6 @@ def _levels(members: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> l
     notes = ["Load: c=N closed-loop concurrency levels, then N/s the SLO's seeded Poisson rate search. A level meets "
              "the SLO only if every term holds and its error rate is within the bound; failed, cut and short "
              "requests are all errors."]
-    if old:
-        notes.append("Error rate N/A: the run was recorded before the error rate was kept; its SLO verdict did not "
-                     "count errors.")
     return blocks + [Bullets(tuple(notes))]
 
 

@@ -1,21 +1,23 @@
-"""One streamed request to an OpenAI-compatible server, timed by the client (threads + http.client, stdlib).
+"""One streamed request to an OpenAI-compatible server: what is sent, how its SSE answer is read, what it means.
 
-vLLM's ``endpoint_request_func.py`` habit: one function per request returning a plain record of timestamps;
-every figure is computed afterwards by ``remote_agent.llm_figures``.  A chunk counts as a token's arrival when
-it carries text (``choices[0].text`` or ``choices[0].delta.content``): a role-only first chunk, which
-``transformers serve`` sends before generating anything, is not a first token.
+vLLM's ``endpoint_request_func.py`` habit: one request gives a plain record of timestamps; every figure is
+computed afterwards by ``remote_agent.llm_figures``.  The bytes travel over ``remote_agent.serving.client``
+(one asyncio event loop, kept-alive HTTP/1.1 connections); this module knows the OpenAI stream, not sockets.
 
-Output tokens come from the stream's ``usage`` (asked for with ``stream_options.include_usage``), or, where a
-server sends none, from a counter of the model's tokens the caller supplies (``token_source`` says which).
-A request returning fewer than N tokens is marked short: an error, never a fast figure (DESIGN.md §11).
+- A chunk counts as a token's arrival when it carries text (``choices[0].text`` or ``choices[0].delta.content``):
+  a role-only first chunk, which chat servers send before generating anything, is not a first token.
+- SSE as the spec writes it: ``data:`` lines up to a blank line make one event; ``:`` lines are comments
+  (``: ping``), other fields are ignored; lines may end in ``\\r\\n``.  An event is decoded once, as bytes.
+- Output tokens come from the stream's ``usage`` (asked for with ``stream_options.include_usage``), or, where a
+  server sends none, from a counter of the model's tokens the caller supplies (``token_source`` says which).
+  A request returning fewer than N tokens is marked short: an error, never a fast figure (DESIGN.md §11).
 """
 from __future__ import annotations
 
 import http.client
 import json
-import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 from remote_agent.llm_figures import Timeline
 
@@ -25,6 +27,7 @@ APIS = ("completions", "chat")
 #  transformers transformers serve's own ``generation_config`` field (4.56 refuses unknown keys with 422)
 #  openai       max_tokens only (a server that knows neither; a request short of N is then flagged)
 DIALECTS = ("vllm", "transformers", "openai")
+_decode = json.JSONDecoder().raw_decode
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,17 @@ class Outcome:
     token_source: Optional[str] = None  # "usage" or "tokenizer"
     usage_prompt_tokens: Optional[int] = None
     text: str = ""
+    ended: Optional[float] = None  # when the client had the whole answer (the closed loop's next send is due)
+    aborted: bool = False  # the client gave it up (the level was cancelled or the server died): no figure
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request made ahead of its send: the HTTP bytes and what the answer is checked against."""
+
+    data: bytes
+    prompt_tokens: int
+    output_tokens: int
 
 
 def request_body(endpoint: Endpoint, prompt: str, output_tokens: int) -> Dict[str, Any]:
@@ -73,29 +87,20 @@ def request_body(endpoint: Endpoint, prompt: str, output_tokens: int) -> Dict[st
     return body
 
 
-def _chunk_text(data: Dict[str, Any]) -> Optional[str]:
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return None
-    choice = choices[0]
-    if isinstance(choice.get("text"), str):
-        return choice["text"]
-    delta = choice.get("delta")
-    if isinstance(delta, dict) and isinstance(delta.get("content"), str):
-        return delta["content"]
-    return None
-
-
-def _finished(data: Dict[str, Any]) -> bool:
-    choices = data.get("choices")
-    return isinstance(choices, list) and any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
+def make_request(endpoint: Endpoint, prompt: str, prompt_tokens: int, output_tokens: int) -> Request:
+    """The whole HTTP/1.1 request, ready to write (keep-alive is HTTP/1.1's default)."""
+    body = json.dumps(request_body(endpoint, prompt, output_tokens), separators=(",", ":")).encode("utf-8")
+    host = "[%s]" % endpoint.host if ":" in endpoint.host else endpoint.host  # an IPv6 literal
+    head = ("POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n"
+            "Content-Length: %d\r\n\r\n" % (endpoint.path, host, endpoint.port, len(body)))
+    return Request(head.encode("latin-1") + body, prompt_tokens, output_tokens)
 
 
 class RequestFailed(Exception):
     """A request that failed, with the sentence for the user."""
 
 
-def _explain_status(endpoint: Endpoint, status: int, body: bytes) -> str:
+def explain_status(endpoint: Endpoint, status: int, body: bytes) -> str:
     text = body[:300].decode("utf-8", "replace").strip().replace("\n", " ")
     if status in (404, 405):
         return ("%s is not an OpenAI-compatible endpoint: POST %s answered HTTP %d%s"
@@ -103,113 +108,137 @@ def _explain_status(endpoint: Endpoint, status: int, body: bytes) -> str:
     return "the server answered HTTP %d to POST %s%s" % (status, endpoint.path, ": %s" % text if text else "")
 
 
-def stream_request(endpoint: Endpoint, prompt: str, prompt_tokens: int, output_tokens: int,
-                   count_tokens: Optional[Callable[[str], int]] = None,
-                   clock: Callable[[], float] = time.perf_counter) -> Outcome:
-    """Send one streaming request and read it to the end; never raises (a failure is the outcome's error)."""
-    stamps: List[float] = []
-    start = clock()
-    try:
-        text, usage, finished, stamps, start = _exchange(endpoint, prompt, output_tokens, stamps, clock)
-    except RequestFailed as exc:
-        return Outcome(Timeline(start, tuple(stamps), 0, prompt_tokens, error=str(exc)))
-    if not finished:  # first: a dropped stream's missing usage is the drop's doing
-        return Outcome(Timeline(start, tuple(stamps), 0, prompt_tokens, error=(
-            "the connection closed mid-stream after %d of %d tokens" % (len(stamps), output_tokens))), text=text)
+def not_streamed(endpoint: Endpoint, kind: str) -> str:
+    return ("the server did not stream: it answered POST %s with %s instead of text/event-stream "
+            "(does it refuse stream=true?)" % (endpoint.path, kind or "no content type"))
+
+
+class Answer:
+    """One streamed answer as its bytes arrive: SSE events parsed as they come, a stamp per text chunk.
+
+    ``feed`` takes the body (already de-chunked) and the time the bytes were read; ``error`` is set once the
+    server said something that ends the request (an error event, a line that is not JSON)."""
+
+    __slots__ = ("_buffer", "_data", "done", "error", "finished", "pieces", "stamps", "usage")
+
+    def __init__(self) -> None:
+        self.stamps: List[float] = []
+        self.pieces: List[str] = []
+        self.usage: Optional[Dict[str, Any]] = None
+        self.finished = False  # [DONE] or a finish_reason came
+        self.done = False  # [DONE] came
+        self.error: Optional[str] = None
+        self._buffer = b""
+        self._data: Optional[bytes] = None  # the data of the event being read
+
+    def feed(self, piece: bytes, now: float) -> None:
+        buffer = self._buffer + piece if self._buffer else piece
+        start = 0
+        while self.error is None:
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                break
+            line = buffer[start:end]
+            start = end + 1
+            if line[-1:] == b"\r":
+                line = line[:-1]
+            if not line:
+                if self._data is not None:
+                    data, self._data = self._data, None
+                    self._event(data, now)
+            elif line[:5] == b"data:":
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                self._data = value if self._data is None else self._data + b"\n" + value
+            # ``:`` comments (pings), ``event:``/``id:``/``retry:`` fields: nothing a completion needs
+        self._buffer = buffer[start:]
+
+    def close(self, now: float) -> None:
+        """The body ended: an event the server did not end with a blank line still counts."""
+        if self._buffer and self.error is None:
+            self.feed(b"\n", now)
+        if self._data is not None and self.error is None:
+            data, self._data = self._data, None
+            self._event(data, now)
+
+    def _event(self, data: bytes, now: float) -> None:
+        if data == b"[DONE]":
+            self.finished = self.done = True
+            return
+        try:  # json.loads(bytes) costs twice this: its encoding sniff and wrappers (docs/performance.md)
+            text = data.decode("utf-8").strip()
+            event, end = _decode(text)
+            if end != len(text):
+                raise ValueError("more after the JSON value")
+        except ValueError:
+            self.error = "the server sent a stream line that is not JSON: %r" % data[:120].decode("utf-8", "replace")
+            return
+        if type(event) is not dict:
+            return
+        error = event.get("error")
+        if error is not None:
+            message = error.get("message") if isinstance(error, dict) else error
+            self.error = "the server reported an error mid-stream: %s" % str(message)[:300]
+            return
+        choices = event.get("choices")
+        if choices and type(choices) is list:
+            choice = choices[0]
+            if type(choice) is dict:
+                piece = choice.get("text")
+                if piece is None:
+                    delta = choice.get("delta")
+                    piece = delta.get("content") if type(delta) is dict else None
+                if piece and type(piece) is str:
+                    self.stamps.append(now)
+                    self.pieces.append(piece)
+                if choice.get("finish_reason"):
+                    self.finished = True
+            if len(choices) > 1 and not self.finished:
+                self.finished = any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
+        usage = event.get("usage")
+        if usage is not None and type(usage) is dict:
+            self.usage = usage
+
+
+def outcome(endpoint: Endpoint, request: Request, answer: Optional[Answer], start: float,
+            scheduled: Optional[float], ended: float, failure: Optional[str] = None,
+            count_tokens: Optional[Callable[[str], int]] = None) -> Outcome:
+    """What one request came to: its timeline and what was wrong with it, if anything (a pure function)."""
+    stamps = tuple(answer.stamps) if answer is not None else ()
+    n, prompt_tokens = request.output_tokens, request.prompt_tokens
+
+    def failed(error: str, text: str = "") -> Outcome:
+        return Outcome(Timeline(start, stamps, 0, prompt_tokens, error=error, scheduled=scheduled), text=text,
+                       ended=ended)
+
+    if failure is not None:
+        return failed(failure)
+    assert answer is not None
+    text = "".join(answer.pieces)
+    if answer.error is not None:
+        return failed(answer.error, text)
+    if not answer.finished:  # first: a dropped stream's missing usage is the drop's doing
+        return failed("the connection closed mid-stream after %d of %d tokens" % (len(stamps), n), text)
+    usage = answer.usage
     if usage is not None and isinstance(usage.get("completion_tokens"), int):
         got, source = usage["completion_tokens"], "usage"
     elif count_tokens is not None:
         got, source = count_tokens(text), "tokenizer"
     else:
-        return Outcome(Timeline(start, tuple(stamps), 0, prompt_tokens, error=(
-            "the server sent no usage (token counts) with its stream and no tokenizer of the model is at hand "
-            "to count them: serve it with a server that honours stream_options.include_usage")), text=text)
+        return failed("the server sent no usage (token counts) with its stream and no tokenizer of the model is at "
+                      "hand to count them: serve it with a server that honours stream_options.include_usage", text)
     seen_prompt = usage.get("prompt_tokens") if usage is not None else None
+    seen_prompt = seen_prompt if isinstance(seen_prompt, int) else None
     error = None
     if not stamps:
-        error = "the server streamed no text (0 of %d tokens)" % output_tokens
-    elif got < output_tokens:
+        error = "the server streamed no text (0 of %d tokens)" % n
+    elif got < n:
         error = ("the server stopped %d tokens short (%d of %d): it does not honour %s"
-                 % (output_tokens - got, got, output_tokens,
-                    {"vllm": "ignore_eos/min_tokens", "transformers": "min_new_tokens"}.get(
-                        endpoint.dialect, "max_tokens as an exact length")))
-    prompt_seen = seen_prompt if isinstance(seen_prompt, int) else prompt_tokens
-    timeline = Timeline(start, tuple(stamps), got if error is None else 0, prompt_seen, error=error)
-    return Outcome(timeline, short=error is not None and got < output_tokens and bool(stamps),
-                   token_source=source, usage_prompt_tokens=seen_prompt if isinstance(seen_prompt, int) else None,
-                   text=text)
-
-
-def _exchange(endpoint: Endpoint, prompt: str, output_tokens: int, stamps: List[float],
-              clock: Callable[[], float]) -> Tuple[str, Optional[Dict[str, Any]], bool, List[float], float]:
-    body = json.dumps(request_body(endpoint, prompt, output_tokens)).encode("utf-8")
-    conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=endpoint.timeout_s)
-    start = clock()
-    try:
-        try:
-            conn.request("POST", endpoint.path, body=body, headers={
-                "Content-Type": "application/json", "Accept": "text/event-stream"})
-            response = conn.getresponse()
-        except ConnectionRefusedError:
-            raise RequestFailed("cannot connect to %s: connection refused (is the server running?)"
-                                % endpoint.url()) from None
-        except TimeoutError:
-            raise RequestFailed("the server at %s did not answer within %g s" % (endpoint.url(), endpoint.timeout_s)) \
-                from None
-        except (OSError, http.client.HTTPException) as exc:
-            raise RequestFailed("the request to %s failed: %s" % (endpoint.url(), exc)) from None
-        if response.status != 200:
-            raise RequestFailed(_explain_status(endpoint, response.status, response.read()))
-        kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
-        if kind != "text/event-stream":
-            raise RequestFailed("the server did not stream: it answered POST %s with %s instead of text/event-stream "
-                                "(does it refuse stream=true?)" % (endpoint.path, kind or "no content type"))
-        return _read_events(response, endpoint, stamps, clock) + (stamps, start)
-    finally:
-        conn.close()
-
-
-def _read_events(response: Any, endpoint: Endpoint, stamps: List[float],
-                 clock: Callable[[], float]) -> Tuple[str, Optional[Dict[str, Any]], bool]:
-    pieces: List[str] = []
-    usage: Optional[Dict[str, Any]] = None
-    finished = False
-    while True:
-        try:
-            raw = response.readline()
-        except TimeoutError:
-            raise RequestFailed("no data from the server for %g s after %d tokens (a stalled stream)"
-                                % (endpoint.timeout_s, len(stamps))) from None
-        except (OSError, http.client.HTTPException):
-            break  # a connection reset or a chunked body cut short: the stream dropped
-        if not raw:
-            break
-        now = clock()
-        line = raw.decode("utf-8", "replace").strip()
-        if not line.startswith("data:"):
-            continue  # blank separators, comments (": ping"), event names
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            finished = True
-            break
-        try:
-            data = json.loads(payload)
-        except ValueError:
-            raise RequestFailed("the server sent a stream line that is not JSON: %r" % payload[:120]) from None
-        if not isinstance(data, dict):
-            continue
-        if data.get("error") is not None:
-            error = data["error"]
-            message = error.get("message") if isinstance(error, dict) else error
-            raise RequestFailed("the server reported an error mid-stream: %s" % str(message)[:300])
-        text = _chunk_text(data)
-        if text:
-            stamps.append(now)
-            pieces.append(text)
-        if isinstance(data.get("usage"), dict):
-            usage = data["usage"]
-        finished = finished or _finished(data)
-    return "".join(pieces), usage, finished
+                 % (n - got, got, n, {"vllm": "ignore_eos/min_tokens", "transformers": "min_new_tokens"}.get(
+                     endpoint.dialect, "max_tokens as an exact length")))
+    timeline = Timeline(start, stamps, got if error is None else 0,
+                        seen_prompt if seen_prompt is not None else prompt_tokens, error=error, scheduled=scheduled)
+    return Outcome(timeline, short=error is not None and got < n and bool(stamps), token_source=source,
+                   usage_prompt_tokens=seen_prompt, text=text, ended=ended)
 
 
 def list_models(host: str, port: int, prefix: str = "/v1", timeout_s: float = 5.0) -> List[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -22,8 +23,9 @@ from remote_agent.eventlog import WorkerEvents
 from remote_agent.protocol import DEFAULT_INPUT_LEN, DEFAULT_MODEL, DEFAULT_OUTPUT_LEN
 from remote_agent.serving import argv as server_argv
 from remote_agent.serving import load
-from remote_agent.serving.server import ServerError, ServerProcess, free_port
-from remote_agent.serving.sse import Endpoint, Outcome, RequestFailed, list_models, stream_request
+from remote_agent.serving.client import Client
+from remote_agent.serving.server import ServerError, ServerProcess, free_port, log_tail
+from remote_agent.serving.sse import Endpoint, Request, RequestFailed, list_models, make_request
 from remote_agent.workloads.problems import SpecProblem
 
 DEFAULT_CONCURRENCY = (1, 2, 4)
@@ -32,7 +34,10 @@ RATE_PROBES = 4
 # Request errors that the server caused (the client's own are short answers, bad prompts): these get the server
 # log's cause appended.
 SERVER_SIDE = ("error mid-stream", "answered HTTP 5", "closed mid-stream", "connection refused", "reset by peer",
-               "did not answer", "stalled stream", "streamed no text")
+               "did not answer", "stalled stream", "streamed no text",
+               "the request to ")
+SERVER_EXIT_WAIT_S = 1.0  # after a burst of failures, how long to wait to see whether the server process died
+WARMUP_ROUNDS = 3  # a level's warm-up round is tried this many times before the server is called failing
 LOG_LINES_PER_S = 20  # the server's lines streamed live a second (all of them stay in server.log)
 # Words for prompts when the server's tokenizer is not at hand: each is one token in the common BPE vocabularies
 # (with its leading space); the count is then corrected against usage.prompt_tokens.
@@ -74,14 +79,15 @@ class Prompts:
         rng = random.Random(seed)
         return " ".join(rng.choice(_WORDS) for _ in range(self.words_for.get(tokens, tokens)))
 
-    def calibrate(self, endpoint: Endpoint, tokens: int) -> None:
+    def calibrate(self, client: Client, tokens: int) -> None:
         """Find how many words make ``tokens`` prompt tokens on this server (usage.prompt_tokens), 5 tries."""
         if self.vocab is not None or tokens in self.words_for:
             return
         words, seen = tokens, None
         for attempt in range(5):
             self.words_for[tokens] = words
-            outcome = stream_request(endpoint, self.text(tokens, -1 - attempt), tokens, 2)
+            outcome = client.run(client.send(make_request(client.endpoint, self.text(tokens, -1 - attempt), tokens,
+                                                          2)))
             seen = outcome.usage_prompt_tokens
             if seen is None or seen == tokens:
                 break
@@ -99,6 +105,7 @@ class Serve:
         self.about: Dict[str, Any] = {}
         self.index = 0
         self.slo = figures.parse_slo(spec.slo) if spec.slo else None
+        self.client: Optional[Client] = None
 
     # ------------------------------------------------------------------ setup
     def _model(self) -> Tuple[str, Optional[str], Optional[Dict[str, Any]]]:
@@ -106,6 +113,8 @@ class Serve:
         model = self.spec.model or ""
         if model.startswith("hf:"):
             return "hf", model[3:], self.spec.model_file
+        if model and model != DEFAULT_MODEL and (self.spec.endpoint or self.spec.server_cmd):
+            return "id", model, None  # the model id as the running server names it (a multi-model endpoint)
         if model and model != DEFAULT_MODEL:
             raise SpecProblem("the serve workload serves an hf: model (a config, random weights), not %s: "
                               "give --model hf:ID or hf:./CONFIG_DIR, or measure a running server with --endpoint"
@@ -256,10 +265,30 @@ class Serve:
         except RequestFailed as exc:
             raise ServeFailure(str(exc), "bad_spec") from None
 
+    def named_model(self, endpoint: Endpoint, prompts: Prompts) -> Prompts:
+        """Checks a --model the user named for a running server (--endpoint, --server-cmd) against the ids it
+        lists; and where the id is a model folder the agent wrote on this host (vLLM serving it by path), its
+        prompts are made exact with its tokenizer, as for the servers the agent starts."""
+        if not (self.spec.endpoint or self.spec.server_cmd):
+            return prompts
+        kind, name, _ = self._model()
+        if kind == "id" and name is not None:
+            ids = self._models(endpoint.host, endpoint.port, endpoint.prefix)
+            if name not in ids:
+                raise ServeFailure("the server lists %s, not %s: give --model one of the ids GET %s/models lists"
+                                   % (", ".join(ids[:8]) or "no model", name, endpoint.prefix), "bad_spec")
+        if prompts.vocab is None and os.path.isdir(endpoint.model):
+            from remote_agent.serving.model_folder import folder_vocab
+
+            vocab = folder_vocab(endpoint.model)
+            if vocab is not None:
+                return Prompts(self.spec.seed, vocab)
+        return prompts
+
     def _only_model(self, ids: List[str]) -> str:
         if len(ids) == 1:
             return ids[0]
-        raise ServeFailure("the server lists %s models (%s): name the one to measure with --model hf:ID"
+        raise ServeFailure("the server lists %s models (%s): name the one to measure with --model ID"
                            % (len(ids) or "no", ", ".join(ids[:8]) or "none"), "bad_spec")
 
     # ------------------------------------------------------------------- load
@@ -275,39 +304,97 @@ class Serve:
     def concurrency(self) -> List[int]:
         return list(self.spec.concurrency or DEFAULT_CONCURRENCY)
 
-    def _sender(self, endpoint: Endpoint, prompts: Prompts, s: int, n: int) -> Callable[[int], Outcome]:
-        counter = prompts.count_tokens()
+    def _maker(self, endpoint: Endpoint, prompts: Prompts, s: int, n: int) -> Callable[[int], Request]:
+        def make(index: int) -> Request:
+            return make_request(endpoint, prompts.text(s, index), s, n)
+        return make
 
-        def send(index: int) -> Outcome:
-            return stream_request(endpoint, prompts.text(s, index), s, n, counter)
-        return send
+    def server_gone(self, where: Dict[str, Any]) -> Optional[str]:
+        """None while the server this run started is up; once it has exited, the sentence saying so."""
+        server = self.server
+        if server is None or server.proc is None or server.alive():
+            return None
+        code = server.proc.returncode
+        how = "was killed by signal %d" % -code if code is not None and code < 0 else "exited with code %s" % code
+        return "the server %s during %s; its last log lines: %s" % (
+            how, figures.level_name(where), log_tail(server.log_path) or "(none)")
 
-    def _level(self, send: Callable[[int], Outcome], s: int, n: int, concurrency: Optional[int],
+    def died(self, where: Dict[str, Any]) -> Optional[str]:
+        """After requests failed at once: the server's death sentence if it died (waiting up to SERVER_EXIT_WAIT_S
+        for it: its port closes a moment before its process is seen gone), else None."""
+        server = self.server
+        if server is None or server.proc is None:
+            return None
+        try:
+            server.proc.wait(timeout=SERVER_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return None
+        return self.server_gone(where)
+
+    def _warm_up(self, client: Client, make: Callable[[int], Request], where: Dict[str, Any], clients: int,
+                 abort: Callable[[], Optional[str]]) -> Tuple[int, int]:
+        """One request per client, left out of the figures; a round in which every request failed is tried again
+        (WARMUP_ROUNDS in all) before the server is called failing.  (requests sent, of them failed)."""
+        sent = failed = 0
+        first_error = None
+        for _ in range(WARMUP_ROUNDS):
+            warm = load.closed_loop(client, make, clients, load.LevelRule(clients, 0.0, None, clients),
+                                    self.cancelled, first_index=self.index, abort=abort)
+            self.index = warm.next_index
+            if warm.abort_reason:
+                raise ServeFailure(warm.abort_reason)
+            sent += len(warm.outcomes)
+            failed += warm.errors
+            first_error = first_error or warm.first_error()
+            if self.cancelled.is_set() or warm.errors < len(warm.outcomes):
+                break
+        else:
+            raise ServeFailure(self.died(where) or "every warm-up request at %s failed, in %d rounds of %d: %s" % (
+                figures.level_name(where), WARMUP_ROUNDS, clients, self.server_said(first_error)))
+        if failed:
+            self.warnings.append("%s: %d of %d warm-up requests failed (first: %s); they are left out of the "
+                                 "figures like the rest of the warm-up"
+                                 % (figures.level_name(where), failed, sent, first_error))
+        return sent, failed
+
+    def _level(self, client: Client, make: Callable[[int], Request], s: int, n: int, concurrency: Optional[int],
                rate: Optional[float]) -> Dict[str, Any]:
         spec = self.spec
-        where = {"input_len": s, "output_len": n}
+        where: Dict[str, Any] = {"input_len": s, "output_len": n}
         where.update({"concurrency": concurrency} if rate is None else {"rate": rate})
+
+        def abort() -> Optional[str]:
+            return self.server_gone(where)
+
         self.events.emit("phase", name="warmup", state="start", **where)
-        warm = load.closed_loop(send, concurrency or 1, load.LevelRule(concurrency or 1, 0.0, None, concurrency or 1),
-                                self.cancelled, first_index=self._next(concurrency or 1))
+        opened = client.opened
+        warm_sent, warm_failed = self._warm_up(client, make, where, concurrency or 1, abort)
         self.events.emit("phase", name="warmup", state="end", **where)
-        warm_error = self.server_said(warm.first_error())
-        if warm_error and all(not o.timeline.ok for o in warm.outcomes):
-            raise ServeFailure("every warm-up request at %s failed: %s" % (figures.level_name(where), warm_error))
         self.events.emit("phase", name="measure", state="start", **where)
         rule = load.LevelRule(spec.min_iters, spec.duration, spec.target_ci)
-        in_flight = concurrency
         if rate is None:
-            level = load.closed_loop(send, concurrency or 1, rule, self.cancelled, first_index=self._next(0))
+            level = load.closed_loop(client, make, concurrency or 1, rule, self.cancelled, first_index=self.index,
+                                     abort=abort)
+            in_flight = concurrency
         else:
-            level, in_flight = load.open_loop(send, rate, rule, spec.seed, self.cancelled, first_index=self._next(0))
-        self.index += len(level.outcomes)
+            level, in_flight = load.open_loop(client, make, rate, rule, spec.seed, self.cancelled,
+                                              first_index=self.index, abort=abort)
+        self.index = level.next_index
         self.events.emit("phase", name="measure", state="end", **where)
-        summary = figures.serve_summary([o.timeline for o in level.outcomes], self.slo)
+        if level.stopped_by == "errors" and not level.abort_reason:
+            level.abort_reason = self.died(where)  # its requests failed the moment it died: say why, not how many
+        if level.abort_reason:
+            # The levels measured so far are kept (the Result keeps self.levels); this one's figures are not.
+            raise ServeFailure(level.abort_reason)
+        summary = figures.serve_summary([o.timeline for o in level.outcomes], self.slo,
+                                        latency_from=self.latency_from, client_cpu_s=level.cpu_s,
+                                        wall_s=level.wall_s)
         summary.update(where, stopped_by=level.stopped_by, max_in_flight=in_flight,
                        short=sum(1 for o in level.outcomes if o.short),
                        token_source=_most([o.token_source for o in level.outcomes if o.token_source]),
-                       first_error=self.server_said(level.first_error()))
+                       first_error=self.server_said(level.first_error()), warmup_requests=warm_sent,
+                       warmup_errors=warm_failed)
+        summary["client"]["connections_opened"] = client.opened - opened  # by its warm-up and itself
         prompt_seen = [o.usage_prompt_tokens for o in level.outcomes if o.usage_prompt_tokens is not None]
         off = [p for p in prompt_seen if p != s]
         summary["prompt_tokens_checked"] = len(prompt_seen)
@@ -318,6 +405,9 @@ class Serve:
         if summary["errors"]:
             self.warnings.append("%s: %d of %d requests failed (first: %s)" % (
                 figures.level_name(where), summary["errors"], summary["requests"], summary["first_error"]))
+        limit = figures.client_limit_sentence(summary)
+        if limit:
+            self.warnings.append(limit)
         self.levels.append(summary)
         self.events.emit("serve_level", level=_event_level(summary))
         if level.stopped_by == "errors":
@@ -325,28 +415,25 @@ class Serve:
                 summary["errors"], summary["requests"], figures.level_name(where), summary["first_error"]))
         return summary
 
-    def _next(self, count: int) -> int:
-        start = self.index
-        self.index += count
-        return start
-
-    def sweep(self, endpoint: Endpoint, prompts: Prompts) -> None:
+    def sweep(self, client: Client, prompts: Prompts) -> None:
+        endpoint = client.endpoint
         for s in self.input_lens:
             for n in self.output_lens:
-                prompts.calibrate(endpoint, s)
+                prompts.calibrate(client, s)
                 if prompts.checked.get(s) not in (None, s):
                     self.warnings.append("prompts of %d tokens came out as %d tokens on this server (usage), the "
                                          "nearest the client could make them" % (s, prompts.checked[s]))
-                send = self._sender(endpoint, prompts, s, n)
+                make = self._maker(endpoint, prompts, s, n)
                 shape = []
                 for c in self.concurrency:
                     if self.cancelled.is_set():
                         return
-                    shape.append(self._level(send, s, n, c, None))
+                    shape.append(self._level(client, make, s, n, c, None))
                 if self.slo and not self.cancelled.is_set():
-                    self._rate_search(send, s, n, shape)
+                    self._rate_search(client, make, s, n, shape)
 
-    def _rate_search(self, send: Callable[[int], Outcome], s: int, n: int, shape: List[Dict[str, Any]]) -> None:
+    def _rate_search(self, client: Client, make: Callable[[int], Request], s: int, n: int,
+                     shape: List[Dict[str, Any]]) -> None:
         assert self.slo is not None
         ceiling = max((lv.get("requests_per_s") or 0.0) for lv in shape)
         meeting = [lv.get("requests_per_s") or 0.0 for lv in shape if figures.level_meets(lv, self.slo)[0]]
@@ -361,20 +448,30 @@ class Serve:
             rate = load.next_rates(tried, ceiling, RATE_PROBES, max(meeting))
             if rate is None:
                 break
-            summary = self._level(send, s, n, None, round(rate, 4))
+            summary = self._level(client, make, s, n, None, round(rate, 4))
             tried.append((rate, figures.level_meets(summary, self.slo)[0]))
 
     # ------------------------------------------------------------------- main
+    @property
+    def latency_from(self) -> str:
+        """``scheduled`` under the MLPerf presets (LoadGen's rule: a late send is the system's latency too),
+        ``send`` otherwise (vLLM's and AIPerf's)."""
+        return "scheduled" if figures.is_mlperf(self.spec.slo) else "send"
+
     def outcome(self) -> Dict[str, Any]:
         point = figures.goodput_point(self.levels, self.slo)
         return {
             "server": self.about,
             "slo": self.slo,
             "slo_text": figures.slo_text(self.slo) if self.slo else None,
+            "slo_max_error_rate": figures.SLO_MAX_ERROR_RATE,
+            "slo_preset": figures.preset_about(self.spec.slo) if self.spec.slo else None,
+            "latency_from": self.latency_from,
+            "itl_rule": figures.ITL_RULE,
             "levels": self.levels,
             "goodput_point": None if point is None else {
                 key: point.get(key) for key in ("input_len", "output_len", "concurrency", "rate", "requests_per_s",
-                                                "goodput_rps", "output_tok_s", "total_tok_s")},
+                                                "goodput_rps", "output_tok_s", "total_tok_s", "error_rate")},
             "operating_point": "goodput" if self.slo else "saturation",
             "slo_unmet": figures.slo_unmet_sentence(self.levels, self.slo) if self.slo else None,
         }
@@ -388,7 +485,7 @@ def _event_level(summary: Dict[str, Any]) -> Dict[str, Any]:
     """A level as the live view needs it (the distributions without their intervals)."""
     out = {}
     for key, value in summary.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and key != "client":
             value = {k: v for k, v in value.items() if k in ("p50", "p90", "p99", "mean", "n")}
         out[key] = value
     return out
@@ -441,9 +538,14 @@ def run_serve(spec: Any, events: WorkerEvents, summary_path: str, phase: Any, ru
         except server_argv.ServeProblem as exc:
             raise ServeFailure(str(exc), "backend_unavailable" if "install" in str(exc) or "venv" in str(exc)
                                else "bad_spec") from None
-        first = stream_request(endpoint, prompts.text(min(serve.input_lens), -100), min(serve.input_lens), 2,
-                               prompts.count_tokens())
+        prompts = serve.named_model(endpoint, prompts)
+        client = serve.client = Client(endpoint, prompts.count_tokens())
+        s = min(serve.input_lens)
+        first = client.run(client.send(make_request(endpoint, prompts.text(s, -100), s, 2)))
         if first.timeline.error and not first.short:
+            gone = serve.server_gone({"concurrency": None})
+            if gone:
+                raise ServeFailure(gone.replace("during concurrency None", "at its first request"))
             raise ServeFailure("the server's first request failed: %s" % serve.server_said(first.timeline.error),
                                "bad_spec" if "OpenAI" in first.timeline.error or "stream" in first.timeline.error
                                else "runtime")
@@ -455,10 +557,12 @@ def run_serve(spec: Any, events: WorkerEvents, summary_path: str, phase: Any, ru
         serve.about["load_s"] = load_s
         events.emit("phase", name="compile", state="end", seconds=load_s)
         phase.name = "measure"
-        serve.sweep(endpoint, prompts)
+        serve.sweep(client, prompts)
     except BaseException as exc:
         failure = exc
     finally:
+        if serve.client is not None:
+            serve.client.close()
         if serve.server is not None:
             code = serve.server.stop()
             events.emit("log", level="info", message="server stopped (pid %d, exit %s)" % (serve.server.pid, code))

@@ -69,12 +69,12 @@ def test_serve_throughput_window_goodput_and_errors():
     assert s["output_tok_s"] == pytest.approx(6 / 1.1)
     assert s["total_tok_s"] == pytest.approx(26 / 1.1)
     assert s["good_requests"] == 1 and s["goodput_rps"] == pytest.approx(1 / 1.1)
-    assert s["slo_met"] is False
-    assert s["slo_misses"] == ["p99 TTFT 397 ms > 250 ms"]
+    assert s["slo_met"] is False and s["error_rate"] == pytest.approx(1 / 3)
+    assert s["slo_misses"] == ["p99 TTFT 397 ms > 250 ms", "error rate 33.3% > 1%"]
 
 
 def test_slo_parsing_presets_and_errors():
-    assert parse_slo("mlperf-server") == {"ttft_p99": 2000.0, "tpot_p99": 100.0}
+    assert parse_slo("mlperf-llama3.1-8b-server") == {"ttft_p99": 2000.0, "tpot_p99": 100.0}
     assert parse_slo("ttft_p99=2s, tpot_p50=30") == {"ttft_p99": 2000.0, "tpot_p50": 30.0}
     assert slo_text({"ttft_p99": 500.0}) == "p99 TTFT ≤ 500 ms"
     with pytest.raises(SloError, match="ttft_p42"):

@@ -10,7 +10,12 @@ seconds and then every ``itl`` seconds, end with ``[DONE]``; ``stream_options.in
 Modes (``--mode``): ok, error (HTTP 500), no_usage, short (stops after ``short`` tokens despite ignore_eos),
 dropped (closes the connection after ``short`` tokens), mid_error (an error chunk after ``short`` tokens),
 not_openai (404 for every path), no_stream (a JSON answer, never SSE), die (exits at start: a failed launch),
-oom (exits at start with CUDA's out-of-memory line).
+oom (exits at start with CUDA's out-of-memory line).  Settings beside the mode: ``fail_every`` (every Nth
+POST answers HTTP 500, the rest stream), ``fail_after`` (every POST after the Nth answers HTTP 500), ``gate`` (the
+first streamed requests wait until that many are in flight at once, so a client that sends fewer at once stalls:
+``gate_timeouts`` counts the waits that gave up), ``exit_after`` (the process exits with ``exit_code`` on that
+POST: a server dying mid-level), ``also_models`` (more ids listed), ``close_after`` (each connection closed after
+its answer without a word); ``connections`` counts the TCP connections the server accepted.
 
 Run as a script (``python mock_openai.py --port N ...``) it is a server a ``--server-cmd`` launches.
 """
@@ -33,14 +38,23 @@ MODEL = "mock/model"
 
 class Settings:
     def __init__(self, ttft: float = 0.02, itl: float = 0.005, mode: str = "ok", short: int = 2,
-                 eos_after: int | None = None, model: str = MODEL) -> None:
+                 eos_after: int | None = None, model: str = MODEL, fail_every: int = 0, gate: int = 0,
+                 exit_after: int = 0, exit_code: int = 25, also_models: tuple = (), fail_after: int = 0) -> None:
         self.ttft, self.itl, self.mode, self.short = ttft, itl, mode, short
         self.eos_after, self.model = eos_after, model
+        self.also_models = tuple(also_models)  # more ids /v1/models lists (a multi-model endpoint)
+        self.fail_every, self.gate, self.exit_after, self.exit_code = fail_every, gate, exit_after, exit_code
+        self.fail_after = fail_after  # every POST after this many answers HTTP 500
         self.in_flight = 0
         self.most_in_flight = 0
         self.requests = 0
+        self.connections = 0
+        self.gate_timeouts = 0
+        self.gate_open = not gate
+        self.close_after = False  # close each connection after its answer, without saying so first
         self.bodies: list = []
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -49,6 +63,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.settings.lock:
+            self.settings.connections += 1
 
     def _json(self, status: int, payload: Any) -> None:
         data = json.dumps(payload).encode()
@@ -62,7 +81,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.settings.mode == "not_openai" or self.path != "/v1/models":
             self._json(404, {"detail": "Not Found"})
             return
-        self._json(200, {"object": "list", "data": [{"id": self.settings.model, "object": "model"}]})
+        ids = (self.settings.model,) + self.settings.also_models
+        self._json(200, {"object": "list", "data": [{"id": name, "object": "model"} for name in ids]})
 
     def do_POST(self) -> None:
         s = self.settings
@@ -70,6 +90,13 @@ class Handler(BaseHTTPRequestHandler):
         with s.lock:
             s.requests += 1
             s.bodies.append(body)
+            number = s.requests
+        if s.exit_after and number >= s.exit_after:
+            print(f"the mock exits on request {number}, on purpose", flush=True)
+            os._exit(s.exit_code)
+        if (s.fail_every and number % s.fail_every == 0) or (s.fail_after and number > s.fail_after):
+            self._json(500, {"error": {"message": f"the mock failed request {number} on purpose"}})
+            return
         if s.mode == "not_openai" or self.path not in ("/v1/completions", "/v1/chat/completions"):
             self._json(404, {"detail": "Not Found"})
             return
@@ -82,6 +109,11 @@ class Handler(BaseHTTPRequestHandler):
         with s.lock:
             s.in_flight += 1
             s.most_in_flight = max(s.most_in_flight, s.in_flight)
+            s.changed.notify_all()
+            if s.in_flight >= s.gate:
+                s.gate_open = True
+            if not s.gate_open and not s.changed.wait_for(lambda: s.gate_open, timeout=10.0):
+                s.gate_timeouts += 1
         self._counted = True
         try:
             self._stream(body)
@@ -143,6 +175,8 @@ class Handler(BaseHTTPRequestHandler):
         self._chunk("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+        if s.close_after:
+            self.close_connection = True
 
 
 class Server(ThreadingHTTPServer):
@@ -179,6 +213,10 @@ def main(argv: list | None = None) -> int:
     parser.add_argument("--short", type=int, default=2)
     parser.add_argument("--startup", type=float, default=0.0, help="seconds before it listens")
     parser.add_argument("--child", action="store_true", help="also start a child process that sleeps (a worker)")
+    parser.add_argument("--fail-every", type=int, default=0)
+    parser.add_argument("--fail-after", type=int, default=0)
+    parser.add_argument("--exit-after", type=int, default=0, help="exit on this POST (a server dying mid-level)")
+    parser.add_argument("--exit-code", type=int, default=25)
     args = parser.parse_args(argv)
     print(f"mock server pid {os.getpid()} starting on port {args.port}", flush=True)
     if args.mode == "die":
@@ -192,7 +230,8 @@ def main(argv: list | None = None) -> int:
 
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     time.sleep(args.startup)
-    settings = Settings(args.ttft, args.itl, args.mode, args.short)
+    settings = Settings(args.ttft, args.itl, args.mode, args.short, fail_every=args.fail_every,
+                        exit_after=args.exit_after, exit_code=args.exit_code, fail_after=args.fail_after)
     handler = type("BoundHandler", (Handler,), {"settings": settings})
     httpd = Server(("127.0.0.1", args.port), handler)
     httpd.daemon_threads = True

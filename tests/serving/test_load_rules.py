@@ -48,7 +48,7 @@ def test_an_slo_no_level_meets_is_one_sentence_with_the_best_any_level_did():
 def test_the_operating_point_is_the_fastest_level_meeting_the_slo_not_saturation():
     levels = [_level(1, 100.0, 20.0, 50.0), _level(2, 300.0, 30.0, 90.0), _level(4, 2500.0, 80.0, 150.0),
               _level(None, 450.0, 40.0, 110.0, rate=3.5)]
-    slo = figures.parse_slo("mlperf-server")
+    slo = figures.parse_slo("mlperf-llama3.1-8b-server")
     assert figures.goodput_point(levels, slo)["output_tok_s"] == 110.0  # the 3.5 req/s level, not concurrency 4
     assert figures.slo_unmet_sentence(levels, slo) is None
     assert figures.goodput_point(levels, None)["concurrency"] == 4  # no SLO: saturation, said so by the caller

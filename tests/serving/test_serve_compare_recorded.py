@@ -15,7 +15,7 @@ from tests.serving.mock_openai import MockServer
 
 VLLM, HF = "20261129-011543-65321f", "20261128-114732-11a713"
 FLAGS = ["--input-lens", "16", "--output-lens", "8", "--concurrency", "1,2", "--duration", "0.5", "--min-iters", "10",
-         "--slo", "mlperf-server"]
+         "--slo", "mlperf-llama3.1-8b-server"]
 
 
 def test_a_real_vllm_run_a_transformers_run_and_an_endpoint_compare_at_the_slo(app_paths, run_cli):

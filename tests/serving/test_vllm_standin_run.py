@@ -54,8 +54,8 @@ def test_vllm_on_inf2_runs_the_nxdi_stack_on_a_random_checkpoint_with_its_block_
     events = tmp_path / "events.jsonl"
     done = run_cli("run", "--host", "inf2box", "--workload", "serve", "--server", "vllm", "--model",
                    "hf:neuronbench/tiny-random-llama", "--input-lens", "16", "--output-lens", "8", "--concurrency",
-                   "1,2", "--nproc", "2", "--duration", "0.5", "--min-iters", "8", "--slo", "mlperf-server", "--json",
-                   "--events", str(events), env=inf2_env)
+                   "1,2", "--nproc", "2", "--duration", "0.5", "--min-iters", "8", "--slo",
+                   "mlperf-llama3.1-8b-server", "--json", "--events", str(events), env=inf2_env)
     assert done.code == 0, done.stderr
     result = json.loads(done.stdout)[0]
     server = result["serve"]["server"]

@@ -24,8 +24,8 @@ def test_serve_starts_from_the_tiny_llama_behind_transformers_serve(make_window,
     assert form.message.isVisible() and form.message.text().startswith("--slo: SLO term 'ttft_p98=2s' is not")
     assert not window.run_button.isEnabled()
     form.slo.clear()
-    qtbot.keyClicks(form.slo, "mlperf-server")
-    assert window.run_button.isEnabled() and form.spec().slo == "mlperf-server"
+    qtbot.keyClicks(form.slo, "mlperf-llama3.1-8b-server")
+    assert window.run_button.isEnabled() and form.spec().slo == "mlperf-llama3.1-8b-server"
 
 
 def _level(concurrency, ttft, tpot, tok_s, rate=None):
@@ -49,3 +49,18 @@ def test_the_live_charts_draw_each_level_and_the_throughput_latency_curve(qtbot)
     assert list(data["knee"]) == [40.0, 50.0, 60.0]  # p99 TTFT in order of output tok/s: 100, 150, 180
     assert charts.limit.value() == 300.0
     assert np.isfinite(data["ttft_p99"]).all()
+
+
+def test_the_live_line_shows_each_levels_error_rate_beside_its_figures():
+    from types import SimpleNamespace
+
+    from app.ui.widgets.live_run_view import LiveRunView
+
+    state = LiveRunState("local", RunSpec(workload="serve", model="hf:x"))
+    failing = dict(_level(4, 30.0, 6.0, 180.0), requests=15, completed=10, errors=5, error_rate=5 / 15)
+    state.apply({"v": 1, "seq": 2, "t": 100.0, "type": "serve_level", "level": failing})
+    line = LiveRunView.live_text(SimpleNamespace(state=state))  # the line is the state's alone
+    assert "output <b>180.0 tok/s</b> · errors <b>33.3%</b> (5)" in line
+    stored_before = dict(_level(1, 20.0, 5.0, 100.0))  # a level of a run stored before error_rate was kept
+    state.apply({"v": 1, "seq": 3, "t": 101.0, "type": "serve_level", "level": stored_before})
+    assert "errors <b>0%</b>" in LiveRunView.live_text(SimpleNamespace(state=state))

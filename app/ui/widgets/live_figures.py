@@ -11,6 +11,7 @@ import numpy as np
 
 from app.core.errors import NeuronBenchError
 from app.core.mfu import live_mfu, mfu_text
+from app.core.serve_levels import level_error_rate
 from app.core.step_window import ROLLING_STEPS
 from app.core.target_ci import interval_text
 from app.services.peaks import load_peak_table
@@ -48,8 +49,9 @@ def live_text(state: LiveRunState) -> str:
         for label, metric in (("TTFT p99", "ttft_ms"), ("TPOT p99", "tpot_ms")):
             parts.append(f"{label} <b>{num((level.get(metric) or {}).get('p99'), '.3g', ' ms')}</b>")
         parts.append(f"output <b>{num(level.get('output_tok_s'), ',.1f', ' tok/s')}</b>")
-        if level.get("errors"):
-            parts.append(f"{level['errors']} error(s)")
+        rate = level_error_rate(level)  # a failed request is never good: its share shows beside the figures
+        parts.append(f"errors <b>{num(None if rate is None else 100 * rate, '.3g', '%')}</b>"
+                     + (f" ({level['errors']})" if level.get("errors") else ""))
         return " · ".join(parts)
     if state.spec.workload == "generate":
         call = state.gen_calls.last()

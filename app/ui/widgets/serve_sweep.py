@@ -62,7 +62,7 @@ class ServeSweep(QSplitter):
         if len(levels) == self._shown:
             return
         self._shown, self._levels = len(levels), list(levels)
-        rows = [level_row(level, bool(self.slo)) for level in levels]
+        rows = [level_row(level, self.slo or None) for level in levels]
         self.table.setRowCount(len(rows))
         error = QBrush(theme.error_text_colour(self.palette()))
         for index, row in enumerate(rows):

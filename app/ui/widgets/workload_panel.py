@@ -146,7 +146,7 @@ class WorkloadPanel(QWidget):
         for name in SERVERS:
             self.server.addItem(name, name)
         self.slo = QLineEdit()
-        self.slo.setPlaceholderText("e.g. ttft_p99=2000ms,tpot_p99=100ms or mlperf-server (optional)")
+        self.slo.setPlaceholderText("e.g. ttft_p99=2000ms,tpot_p99=100ms or mlperf-llama3.1-8b-server (optional)")
         self._host_envs: dict[str, dict[str, Any]] = {}
         self.neuron = NeuronInputs()
 
