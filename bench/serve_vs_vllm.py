@@ -45,9 +45,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from remote_agent import llm_figures as figures  # noqa: E402
+from remote_agent.serving.char_tokens import prompt_text  # noqa: E402
 from remote_agent.serving.client import Client  # noqa: E402
 from remote_agent.serving.load import LevelRule, closed_loop  # noqa: E402
-from remote_agent.serving.model_folder import prompt_text  # noqa: E402
 from remote_agent.serving.server import free_port, log_tail  # noqa: E402
 from remote_agent.serving.sse import Endpoint, list_models, make_request  # noqa: E402
 

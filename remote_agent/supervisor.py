@@ -30,6 +30,7 @@ from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.filewatch import FileWatch
 from remote_agent.follow import LineReader
 from remote_agent.launch import agent_command, child_env, torchrun_command
+from remote_agent.model_ref import strip_model_file_text
 from remote_agent.monitor.digest import TelemetryDigest, measure_windows, switched_off
 from remote_agent.monitor.sampler import Sampler, host_sources
 from remote_agent.multinode import load_placement, node_env, rendezvous_failure
@@ -40,7 +41,6 @@ from remote_agent.protocol import (
     EVENT_TYPES,
     NodePlacement,
     RunSpec,
-    strip_model_file_text,
 )
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
 from remote_agent.summary import (

@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # as a script
-from remote_agent.serving.model_folder import count_tokens
+from remote_agent.serving.char_tokens import count_tokens
 
 MODEL = "mock/model"
 
