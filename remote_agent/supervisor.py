@@ -9,14 +9,13 @@ with a ``result`` and an ``end`` event whatever happens.
 """
 from __future__ import annotations
 
-import collections
 import json
 import os
 import signal
 import subprocess
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set
 
 from remote_agent.capacity import (
     multinode_problem,
@@ -25,24 +24,24 @@ from remote_agent.capacity import (
     neuron_problem,
     nproc_problem,
 )
-from remote_agent.diskspace import LineAppender, Reserve, full_sentence, is_disk_full
+from remote_agent.diskspace import Reserve, full_sentence, is_disk_full
 from remote_agent.eventlog import EventLog, emit_hello
 from remote_agent.filewatch import FileWatch
 from remote_agent.follow import LineReader
-from remote_agent.launch import agent_command, child_env, torchrun_command
+from remote_agent.launch import child_env
+from remote_agent.launch_plan import Launch, plan_launches
 from remote_agent.model_ref import strip_model_file_text
 from remote_agent.monitor.digest import TelemetryDigest, measure_windows, switched_off
 from remote_agent.monitor.sampler import Sampler, host_sources
 from remote_agent.multinode import load_placement, node_env, rendezvous_failure
 from remote_agent.orphan import ENV_PARENT_PID
 from remote_agent.protocol import (
-    DEFAULT_INPUT_LEN,
-    DEFAULT_OUTPUT_LEN,
     EVENT_TYPES,
     NodePlacement,
     RunSpec,
 )
 from remote_agent.rundir import RunDir, tail_text, write_pid_file
+from remote_agent.stderr_pump import DISK_FULL_TEXTS, StderrPump
 from remote_agent.summary import (
     compose_result,
     failed_point,
@@ -52,7 +51,6 @@ from remote_agent.summary import (
     summarize_train,
 )
 
-LOG_LINES_PER_S = 20  # stderr lines streamed live per second; all of them stay in stderr.log
 TERMINATE_GRACE_S = 10.0
 # The relay loop wakes on a worker's write, a signal (SIGCHLD: the workload ended; SIGTERM) or this
 # period at the latest: a backstop, so that nothing hangs if a wake-up were ever lost.
@@ -65,132 +63,6 @@ _SIGNAL_HINTS = {
     signal.SIGSEGV: "it crashed (SIGSEGV) inside native code",
     signal.SIGTERM: "it was terminated (SIGTERM) by someone else",
 }
-
-
-class Launch:
-    """One workload process (or torchrun group) the supervisor starts."""
-
-    def __init__(self, index: int, argv: List[str], batch_size: Optional[int], seq_len: Optional[int] = None,
-                 lengths: Optional[Tuple[int, int]] = None) -> None:
-        self.index = index
-        self.argv = argv
-        self.batch_size = batch_size
-        self.seq_len = seq_len
-        self.lengths = lengths  # generate: (prompt tokens, new tokens)
-
-    def describe(self) -> str:
-        """`` for batch size 4`` / `` for batch size 4, sequence length 128`` / `` for batch size 4, 128 in /
-        128 out`` (empty for training)."""
-        if self.batch_size is None:
-            return ""
-        if self.lengths is not None:
-            return " for batch size %d, %d in / %d out" % ((self.batch_size,) + self.lengths)
-        return " for batch size %d" % self.batch_size + (
-            "" if self.seq_len is None else ", sequence length %d" % self.seq_len)
-
-
-def plan_launches(spec: RunSpec, run: RunDir, node: Optional[NodePlacement] = None,
-                  data_parallel: bool = False) -> List[Launch]:
-    """The workload processes of a run, in order.
-
-    ``data_parallel``: each inference shape runs as ``--nproc`` processes, one per logical NeuronCore
-    (torchrun), as the native Neuron stack does (capacity.native_data_parallel).
-    """
-    base = ["_worker", run.path]
-    if spec.workload == "serve":  # one process owns the server and the load (remote_agent/workloads/serve.py)
-        return [Launch(0, agent_command() + base + ["0"], None)]
-    if spec.workload == "train":
-        args = base + ["0"]
-        # torchrun is wrapped in `_exec` so that it, too, dies with the supervisor.
-        argv = (agent_command() + ["_exec", "--"] + torchrun_command(spec.nproc, args, node)
-                if spec.nproc > 1 or node is not None else agent_command() + args)
-        return [Launch(0, argv, None)]
-    if spec.workload == "generate":
-        # One fresh process per sweep point: each (batch, prompt, new tokens) is its own static shape
-        # (static KV cache, Neuron graph); batch sizes outer, then prompt lengths, then output lengths.
-        points = generate_points(spec)
-        return [Launch(i, agent_command() + base + [str(i), "--batch-size", str(size), "--input-len", str(s_in),
-                                                    "--output-len", str(s_out)], size, None, (s_in, s_out))
-                for i, (size, s_in, s_out) in enumerate(points)]
-    # Inference: one fresh process per static shape (Neuron compiles each one; its runtime must never
-    # be forked), batch sizes outer, sequence lengths inner.
-    shapes = [(size, length) for size in spec.batch_sizes for length in (spec.seq_lens or (None,))]
-    launches = []
-    for i, (size, length) in enumerate(shapes):
-        args = base + [str(i), "--batch-size", str(size)] + ([] if length is None else ["--seq-len", str(length)])
-        argv = agent_command() + (["_exec", "--"] + torchrun_command(spec.nproc, args) if data_parallel else args)
-        launches.append(Launch(i, argv, size, length))
-    return launches
-
-
-def generate_points(spec: RunSpec) -> List[Tuple[int, int, int]]:
-    """(batch, input length, output length) of every sweep point of a generate run."""
-    return [(size, s_in, s_out) for size in spec.batch_sizes for s_in in (spec.input_lens or (DEFAULT_INPUT_LEN,))
-            for s_out in (spec.output_lens or (DEFAULT_OUTPUT_LEN,))]
-
-
-# Lines of a workload's output that say its disk was full (Python's OSError, a C library's perror).
-DISK_FULL_TEXTS = (b"[Errno 28]", b"No space left on device", b"[Errno 122]", b"Disk quota exceeded")
-
-
-class StderrPump(threading.Thread):
-    """Copies a workload's output to stderr.log and streams it as ``log`` events, rate-limited.
-
-    The last lines are also kept in memory: with the disk full, stderr.log cannot say why it stopped.
-    """
-
-    def __init__(self, stream: Any, log_path: str, events: EventLog,
-                 on_full: Optional[Callable[[], None]] = None) -> None:
-        super().__init__(name="stderr-pump", daemon=True)
-        self.stream, self.log_path, self.events = stream, log_path, events
-        self.on_full = on_full
-        self.last: Deque[bytes] = collections.deque(maxlen=40)
-
-    def said_disk_full(self) -> bool:
-        return any(text in line for line in list(self.last) for text in DISK_FULL_TEXTS)
-
-    def _write(self, log: Optional[LineAppender], raw: bytes) -> Optional[LineAppender]:
-        """Append to stderr.log; a full disk ends the copy (the pipe is still read, so the workload never blocks)."""
-        if log is None:
-            return None
-        try:
-            if log.append(raw):
-                return log
-        except OSError as exc:
-            if not is_disk_full(exc):
-                raise
-        log.handle.close()
-        if self.on_full is not None:
-            self.on_full()
-        return None
-
-    def run(self) -> None:
-        budget_start, sent, held = time.monotonic(), 0, 0
-        log: Optional[LineAppender] = None
-        try:
-            log = LineAppender(open(self.log_path, "ab", buffering=0))
-        except OSError as exc:
-            if is_disk_full(exc) and self.on_full is not None:
-                self.on_full()
-        try:
-            for raw in iter(self.stream.readline, b""):
-                self.last.append(raw)
-                log = self._write(log, raw)
-                now = time.monotonic()
-                if now - budget_start >= 1.0:
-                    if held:
-                        self.events.emit("log", level="info", message="(%d more output lines in stderr.log)" % held)
-                    budget_start, sent, held = now, 0, 0
-                if sent < LOG_LINES_PER_S:
-                    self.events.emit("log", level="stderr", message=raw.decode("utf-8", "replace").rstrip())
-                    sent += 1
-                else:
-                    held += 1
-            if held:
-                self.events.emit("log", level="info", message="(%d more output lines in stderr.log)" % held)
-        finally:
-            if log is not None:
-                log.handle.close()
 
 
 class Supervisor:

@@ -72,8 +72,8 @@ def test_a_tiny_llama_sweep_on_cpu_counts_every_token_and_prices_output_tokens(r
 
 def test_generate_points_put_batch_sizes_outer_then_prompt_then_output_lengths():
     """The order the sweep runs (and the Result lists) its points: one process each, in this order."""
+    from remote_agent.launch_plan import generate_points
     from remote_agent.protocol import RunSpec
-    from remote_agent.supervisor import generate_points
 
     spec = RunSpec(workload="generate", batch_sizes=(1, 2), input_lens=(8, 16), output_lens=(1, 5))
     assert generate_points(spec) == [(1, 8, 1), (1, 8, 5), (1, 16, 1), (1, 16, 5), (2, 8, 1), (2, 8, 5),

@@ -55,8 +55,8 @@ def test_infer_shapes_put_batch_sizes_outer_then_sequence_lengths():
     """One process per static shape, in the order the Result lists them."""
     from types import SimpleNamespace
 
+    from remote_agent.launch_plan import plan_launches
     from remote_agent.protocol import RunSpec
-    from remote_agent.supervisor import plan_launches
 
     spec = RunSpec(workload="infer", model="hf:bert-base-uncased", batch_sizes=(1, 4), seq_lens=(16, 32))
     launches = plan_launches(spec, SimpleNamespace(path="/run"))
