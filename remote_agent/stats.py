@@ -43,8 +43,15 @@ def bootstrap_ci(values: Sequence[float], statistic: Callable[[Sequence[float]],
         return None
     if len(values) == 1:
         return (float(values[0]), float(values[0]))
-    rng = random.Random(seed)
     data = list(values)
+    if all(value == data[0] for value in data):  # (a NaN equals nothing: it takes the resamples below)
+        # Every resample is this same data, so every estimate is statistic(data) and so is the interval the
+        # 2,000 resamples would give, without their cost (repeats that agree exactly; the event fuzz's copies).
+        # Not for an infinite estimate: the resamples' percentile of infinities is NaN, and stays so.
+        estimate = float(statistic(data))
+        if math.isfinite(estimate):
+            return (estimate, estimate)
+    rng = random.Random(seed)
     estimates = sorted(statistic(rng.choices(data, k=len(data))) for _ in range(resamples))
     tail = (1.0 - confidence) / 2.0 * 100.0
     low = percentile(estimates, tail)

@@ -16,6 +16,12 @@ import pytest
 from tests.e2e.sshd import keygen, make_server, sshd_unavailable
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# One intra-op thread for torch in every process the tests start (agents, workers, torchrun ranks; over SSH
+# and Slurm too: tests/e2e/sshd.py passes it on).  The tests' models are tiny and four pytest workers share
+# two CPUs: a second OpenMP thread only spin-waits between tiny ops.  100 steps of the tiny ViT cost 15.8
+# CPU-s with torch's default two threads and 0.5 with one (docs/development.md, "What each change saved").
+# No test measures throughput against a thread count; a test that needs threads sets its own.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # The probe contacts EC2 instance metadata only when DMI says this machine is EC2; point it at an
 # empty sysfs so no test (and no agent it starts) ever reaches 169.254.169.254, even on an EC2 runner.
 os.environ["NEURONBENCH_SYSFS_ROOT"] = tempfile.mkdtemp(prefix="nb-no-sysfs-")

@@ -16,6 +16,24 @@ def tiny_model_flags() -> list[str]:
     return flags
 
 
+# tests/data/models/paced.py: a step of about PACE_S seconds that costs almost no CPU, for the runs a test stops
+# or cuts midway (cancel, Ctrl-C, dropped connections, killed nodes) rather than the tiny ViT training flat out.
+PACED_MODEL = Path(__file__).resolve().parent / "data" / "models" / "paced.py"
+PACE_S = 0.05
+
+
+def paced_model_flags(pace_s: float = PACE_S) -> list[str]:
+    return ["--model", f"file:{PACED_MODEL}", "--model-arg", f"pace_s={pace_s:g}"]
+
+
+def paced_spec_fields(pace_s: float = PACE_S) -> dict:
+    """RunSpec fields of the paced model, its file's text included (as the CLI sends it)."""
+    from app.services.model_files import model_file_for
+
+    model = f"file:{PACED_MODEL}"
+    return {"model": model, "model_file": model_file_for(model), "model_args": {"pace_s": pace_s}}
+
+
 def parent_pids() -> dict[int, int]:
     """pid -> parent pid of every process now (from /proc; processes that end meanwhile are left out)."""
     parents = {}

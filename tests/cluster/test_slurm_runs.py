@@ -16,11 +16,15 @@ from remote_agent.protocol import TARGET_CI_MIN_STEPS
 from tests.conftest import REPO
 from tests.e2e.conftest import add_host, remote_profile
 from tests.e2e.test_cluster_runs import run_processes
-from tests.helpers import tiny_model_flags
+from tests.helpers import paced_model_flags, tiny_model_flags
 
 pytestmark = pytest.mark.slow
 
 TRAIN = ["--workload", "train", "--backend", "cpu", *tiny_model_flags(), "--batch-size", "4", "--workers", "0",
+         "--nproc", "1"]
+# The paced model (tests/data/models/paced.py, ~0.05 s a step at almost no CPU) for the runs a test cancels, cuts
+# or re-attaches, and for the target: its steady steps make the median known soon after the 30-step floor.
+PACED = ["--workload", "train", "--backend", "cpu", *paced_model_flags(), "--batch-size", "4", "--workers", "0",
          "--nproc", "1"]
 
 
@@ -120,7 +124,7 @@ def test_with_a_target_node_0_decides_and_both_slurm_nodes_leave_at_its_step(run
     add_slurm_host(data_dir, slurm, partition="bench")
     events_path = tmp_path / "events.jsonl"
     # ±50 %: the loosest target, known soon after the 30 steady steps a stop rests on; 300 steps the cap.
-    out = run_cli("run", "--host", "hpc", "--nnodes", "2", *TRAIN, "--steps", "300", "--warmup", "2",
+    out = run_cli("run", "--host", "hpc", "--nnodes", "2", *PACED, "--steps", "300", "--warmup", "2",
                   "--target-ci", "50", "--accept-new-host-key", "--events", str(events_path), "--json",
                   env=ssh_env, timeout=300)
     assert out.code == 0, out.stderr + slurm.log_tail()
@@ -191,7 +195,7 @@ def test_a_job_waiting_for_nodes_shows_queued_with_slurms_reason_and_ctrl_c_take
 def test_cancel_stops_the_job_on_every_node_and_leaves_no_process(ssh_env, run_cli, slurm, data_dir, tmp_path):
     add_slurm_host(data_dir, slurm)
     events_path = tmp_path / "events.jsonl"
-    proc = start_cli(ssh_env, tmp_path, "run", "--host", "hpc", "--nnodes", "2", *TRAIN, "--steps", "100000",
+    proc = start_cli(ssh_env, tmp_path, "run", "--host", "hpc", "--nnodes", "2", *PACED, "--steps", "100000",
                      "--warmup", "1", "--accept-new-host-key", "--events", str(events_path), "--json")
     try:
         wait_for("three steps", lambda: sum(e["type"] == "step" for e in read_events(events_path)) >= 3,
@@ -220,7 +224,7 @@ def test_cancel_stops_the_job_on_every_node_and_leaves_no_process(ssh_env, run_c
 def test_runs_attach_picks_up_a_slurm_run_whose_app_was_killed(ssh_env, run_cli, slurm, data_dir, tmp_path):
     add_slurm_host(data_dir, slurm)
     events_path = tmp_path / "events.jsonl"
-    proc = start_cli(ssh_env, tmp_path, "run", "--host", "hpc", "--nnodes", "2", *TRAIN, "--steps", "12",
+    proc = start_cli(ssh_env, tmp_path, "run", "--host", "hpc", "--nnodes", "2", *PACED, "--steps", "12",
                      "--warmup", "1", "--accept-new-host-key", "--events", str(events_path))
     wait_for("a step", lambda: any(e["type"] == "step" for e in read_events(events_path)), proc, tmp_path)
     proc.kill()  # the app is gone; the job goes on under Slurm
@@ -245,7 +249,7 @@ def test_a_dropped_connection_to_the_login_node_reconnects_and_the_run_ends_whol
                                                                                    tmp_path):
     add_slurm_host(data_dir, slurm)
     events_path = tmp_path / "events.jsonl"
-    proc = start_cli(ssh_env, tmp_path, "run", "--host", "hpc", "--nnodes", "2", *TRAIN, "--steps", "12",
+    proc = start_cli(ssh_env, tmp_path, "run", "--host", "hpc", "--nnodes", "2", *PACED, "--steps", "12",
                      "--warmup", "1", "--accept-new-host-key", "--events", str(events_path), "--json")
     try:
         wait_for("two steps", lambda: sum(e["type"] == "step" for e in read_events(events_path)) >= 2,

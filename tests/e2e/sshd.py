@@ -169,6 +169,10 @@ def make_server(root: Path, client_key: Path, home: Path | None = None, extra_co
     no_ec2 = root / "sysfs"  # the remote probe must never think it is on EC2 and call IMDS
     no_ec2.mkdir(exist_ok=True)
     user = pwd.getpwuid(os.getuid()).pw_name
+    # sshd starts each session with an environment of its own: the tests' thread count (tests/conftest.py)
+    # reaches the remote agent only this way.
+    session_env = {k: os.environ[k] for k in ("OMP_NUM_THREADS",) if k in os.environ}
+    session_env.update(env or {})
     port = free_port("127.0.0.1" if netns else address)  # a namespace of the test's own has every port free
     subsystem = "Subsystem sftp internal-sftp" if sftp else "# no SFTP subsystem (a hardened image)"
     (root / "sshd_config").write_text(f"""\
@@ -186,7 +190,7 @@ KbdInteractiveAuthentication no
 PrintMotd no
 AllowTcpForwarding yes
 {subsystem}
-SetEnv HOME={home} NEURONBENCH_SYSFS_ROOT={no_ec2}{"".join(f" {k}={v}" for k, v in (env or {}).items())}
+SetEnv HOME={home} NEURONBENCH_SYSFS_ROOT={no_ec2}{"".join(f" {k}={v}" for k, v in session_env.items())}
 {extra_config}
 """)
     return SshServer(root=root, port=port, home=home, host_key=host_key, client_key=client_key, user=user,

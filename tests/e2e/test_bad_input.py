@@ -11,7 +11,7 @@ import time
 import pytest
 
 from remote_agent.protocol import iter_events
-from tests.helpers import tiny_model_flags
+from tests.helpers import paced_model_flags, tiny_model_flags
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = ["run", "--host", "local", "--workload", "train", "--backend", "cpu", "--workers", "0",
@@ -86,8 +86,9 @@ def test_a_missing_torch_neuronx_names_the_venvs_it_looked_for(run_cli, cli_env,
 
 # ------------------------------------------------------------- processes that die mid-run
 def _start_long_run(cli_env, events_path):
+    # The paced model (tests/data/models/paced.py): it trains until the test kills a process, at almost no CPU.
     args = [sys.executable, "-m", "app", *TRAIN[:-4], "--steps", "1000000", "--warmup", "1",
-            *tiny_model_flags(), "--events", str(events_path)]
+            *paced_model_flags(), "--events", str(events_path)]
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env,
                             cwd=REPO_ROOT)
 

@@ -13,11 +13,14 @@ import pytest
 
 from tests.e2e.conftest import add_host, remote_profile, remote_runs_dir
 from tests.e2e.sshd import make_server
-from tests.helpers import tiny_model_flags
+from tests.helpers import paced_model_flags, tiny_model_flags
 
 pytestmark = pytest.mark.slow
 
 TRAIN = ["--workload", "train", "--backend", "cpu", *tiny_model_flags(), "--batch-size", "4", "--workers", "0"]
+# The runs a test kills, cancels or cuts train the paced model (tests/data/models/paced.py) until then: no CPU
+# burnt per process while the test waits, and as many steps in a second on a loaded machine as on an idle one.
+PACED = ["--workload", "train", "--backend", "cpu", *paced_model_flags(), "--batch-size", "4", "--workers", "0"]
 
 
 @pytest.fixture
@@ -109,7 +112,7 @@ def test_a_node_whose_agent_is_killed_fails_the_run_by_name_and_nothing_is_left(
 
     killer = threading.Thread(target=kill_node_b_supervisor, daemon=True)
     killer.start()
-    out = run_cli("run", "--nodes", "node-a,node-b", *TRAIN, "--nproc", "1", "--steps", "100000", "--warmup", "2",
+    out = run_cli("run", "--nodes", "node-a,node-b", *PACED, "--nproc", "1", "--steps", "100000", "--warmup", "2",
                   "--accept-new-host-key", "--events", str(events_path), "--json", env=ssh_env, timeout=300)
     killer.join()
     assert killed, "the run never got going"
@@ -135,7 +138,7 @@ def _start(ssh_env: dict, events_path: Path, *extra: str):
 
     from tests.conftest import REPO
 
-    return subprocess.Popen([sys.executable, "-m", "app", "run", "--nodes", "node-a,node-b", *TRAIN, "--nproc", "1",
+    return subprocess.Popen([sys.executable, "-m", "app", "run", "--nodes", "node-a,node-b", *PACED, "--nproc", "1",
                              "--steps", "100000", "--warmup", "2", "--accept-new-host-key", "--events",
                              str(events_path), "--json", *extra], env=ssh_env, cwd=REPO, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -19,11 +19,12 @@ from tests.conftest import REPO
 from tests.e2e.conftest import add_host, remote_profile, remote_runs_dir
 from tests.e2e.sshd import make_server
 from tests.e2e.test_ssh_runs import running
-from tests.helpers import process_tree, tiny_model_flags
+from tests.helpers import paced_model_flags, process_tree
 
 pytestmark = pytest.mark.slow
 
-TRAIN = ["--workload", "train", *tiny_model_flags(), "--backend", "cpu", "--workers", "0", "--batch-size", "4",
+# The paced model (tests/data/models/paced.py): the run trains until Ctrl-C without taking a CPU meanwhile.
+TRAIN = ["--workload", "train", *paced_model_flags(), "--backend", "cpu", "--workers", "0", "--batch-size", "4",
          "--steps", "100000", "--warmup", "1", "--accept-new-host-key"]
 
 

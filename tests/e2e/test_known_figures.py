@@ -89,7 +89,9 @@ def test_two_processes_leave_the_loop_at_the_same_step(run_cli, tmp_path):
     # Ranks that disagreed would wait in the next all-reduce for one that left: the run would never end ok.
     assert out.code == 0, out.stderr
     result = out.json()[0]
-    assert result["status"] == "ok" and result["train"]["world_size"] == 2
+    train = result["train"]
+    assert result["status"] == "ok" and train["world_size"] == 2 and train["global_batch"] == 16
+    assert train["steps_measured"] == train["steps_total"] - 5  # torchrun's two ranks: the window after warm-up
     check_training_stop(result, events_of(path), 30.0, 400, 5)
 
 

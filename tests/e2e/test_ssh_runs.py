@@ -22,11 +22,13 @@ from remote_agent.protocol import RunSpec, iter_events
 from tests.conftest import REPO
 from tests.e2e.conftest import add_host, remote_profile, remote_runs_dir
 from tests.e2e.sshd import free_port, make_server
-from tests.helpers import TINY_ARGS, TINY_MODEL, process_tree, tiny_model_flags
+from tests.helpers import TINY_ARGS, TINY_MODEL, paced_model_flags, paced_spec_fields, process_tree, tiny_model_flags
 
 pytestmark = pytest.mark.slow
 
 TRAIN = ["--workload", "train", *tiny_model_flags(), "--backend", "cpu", "--workers", "0", "--batch-size", "4"]
+# The same training of the paced model (tests/data/models/paced.py): for runs that are cut, cancelled or many.
+PACED = ["--workload", "train", *paced_model_flags(), "--backend", "cpu", "--workers", "0", "--batch-size", "4"]
 
 
 def tiny_spec(**fields) -> RunSpec:
@@ -35,6 +37,11 @@ def tiny_spec(**fields) -> RunSpec:
                 workers=0, warmup=1)
     base.update(fields)
     return RunSpec(**base)
+
+
+def paced_spec(**fields) -> RunSpec:
+    """tiny_spec with the paced model: about 0.05 s a step at almost no CPU, however busy the machine is."""
+    return tiny_spec(**{**paced_spec_fields(), **fields})
 
 
 def running(pids: set[int]) -> set[int]:
@@ -87,7 +94,8 @@ def test_a_dropped_connection_loses_no_event_and_repeats_none(sshd, data_dir):
             dropped.append(event["i"])
             assert sshd.kill_sessions()
 
-    session = RunSession(ssh, tiny_spec(steps=400), on_event=on_event, on_notice=on_notice)
+    # 400 paced steps (20 s or more) outlast two drops and reconnects on an idle machine as on a loaded one.
+    session = RunSession(ssh, paced_spec(steps=400), on_event=on_event, on_notice=on_notice)
     result = session.run()
     ssh.close()
     assert result["status"] == "ok" and result["train"]["steps_total"] == 400 and len(dropped) == 2
@@ -117,7 +125,7 @@ def test_cancel_stops_torchrun_and_its_workers_leaving_no_process(sshd, data_dir
             worker.start()
             state["thread"] = worker
 
-    session = RunSession(ssh, tiny_spec(steps=100000, nproc=2), on_event=on_event)
+    session = RunSession(ssh, paced_spec(steps=100000, nproc=2), on_event=on_event)
     result = session.run()
     state["thread"].join()
     ssh.close()
@@ -136,7 +144,7 @@ def test_four_hosts_at_once_and_a_dead_one_does_not_stop_them(tmp_path, ssh_clie
         add_host(data_dir, remote_profile(servers[0], "dead", port=free_port()))
         events = tmp_path / "events.jsonl"
         hosts = [arg for name in [*"abcd", "dead"] for arg in ("--host", name)]
-        out = run_cli("run", *hosts, *TRAIN, "--steps", "3", "--warmup", "1", "--json", "--accept-new-host-key",
+        out = run_cli("run", *hosts, *PACED, "--steps", "3", "--warmup", "1", "--json", "--accept-new-host-key",
                       "--events", str(events), env=ssh_env)
     finally:
         for server in servers:
@@ -157,7 +165,7 @@ def test_four_hosts_at_once_and_a_dead_one_does_not_stop_them(tmp_path, ssh_clie
 def test_runs_attach_from_a_new_process_after_the_first_one_died(sshd, data_dir, run_cli, ssh_env, cli_env, tmp_path):
     add_host(data_dir, remote_profile(sshd))
     events = tmp_path / "events.jsonl"
-    first = subprocess.Popen([sys.executable, "-m", "app", "run", "--host", "box", *TRAIN, "--steps", "12",
+    first = subprocess.Popen([sys.executable, "-m", "app", "run", "--host", "box", *PACED, "--steps", "12",
                               "--accept-new-host-key", "--events", str(events)], env=ssh_env, cwd=REPO,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
@@ -203,7 +211,7 @@ def test_a_host_lost_for_good_keeps_the_run_unfinished_until_attach_completes_it
 
         return RunListener(on_event=on_event, on_result=recorder.finish)
 
-    spec = tiny_spec(steps=60)
+    spec = paced_spec(steps=60)
     (result,) = run_on_hosts([ssh], spec, listener_for=listener, session_options={"reconnect_for_s": 1.0})
     ssh.close()
     run_id = recorders[0].run_id

@@ -18,7 +18,7 @@ from app.services.store import RunStore
 from remote_agent import runner
 from tests.agent.imds_server import ImdsServer
 from tests.conftest import PYTHON, REPO
-from tests.helpers import tiny_model_flags
+from tests.helpers import paced_model_flags, tiny_model_flags
 
 pytestmark = pytest.mark.slow
 
@@ -119,7 +119,8 @@ def test_every_report_format_is_written(two_runs, tmp_path, fmt):
 
 def test_an_app_killed_mid_run_keeps_every_event_and_shows_the_run_unfinished(cli_env, app_paths):
     """SIGKILL `neuronbench run` while it streams; the store keeps what arrived; the run reads as unfinished."""
-    args = ["run", "--host", "local", "--workload", "train", *tiny_model_flags(), "--backend", "cpu",
+    # The paced model (tests/data/models/paced.py): the run goes on after the kill until cancelled, at almost no CPU.
+    args = ["run", "--host", "local", "--workload", "train", *paced_model_flags(), "--backend", "cpu",
             "--batch-size", "4", "--steps", "400", "--warmup", "1", "--workers", "0"]
     proc = subprocess.Popen([PYTHON, "-m", "app", *args], env=cli_env, cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)

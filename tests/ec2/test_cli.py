@@ -24,11 +24,14 @@ from app.services.store import RunStore
 from tests.conftest import REPO
 from tests.e2e.conftest import remote_profile, remote_runs_dir
 from tests.ec2.conftest import guarded_env, wait_until
-from tests.helpers import tiny_model_flags
+from tests.helpers import paced_model_flags, tiny_model_flags
 
 pytestmark = pytest.mark.slow
 
 TRAIN = ["--workload", "train", *tiny_model_flags(), "--backend", "cpu", "--workers", "0", "--batch-size", "4",
+         "--warmup", "1"]
+# The paced model (tests/data/models/paced.py) for the run Ctrl-C leaves going until it is cancelled: no CPU burnt.
+PACED = ["--workload", "train", *paced_model_flags(), "--backend", "cpu", "--workers", "0", "--batch-size", "4",
          "--warmup", "1"]
 
 
@@ -87,7 +90,7 @@ def test_ctrl_c_during_a_run_terminates_the_instance(run_cli, env, fake_aws, ssh
                                                      host_key_console, data_dir):
     fake_aws.console = host_key_console
     add_ec2_host(run_cli, env, ssh_client.key)
-    proc = subprocess.Popen([sys.executable, "-m", "app", "run", "--host", "trn", *TRAIN, "--steps", "3000",
+    proc = subprocess.Popen([sys.executable, "-m", "app", "run", "--host", "trn", *PACED, "--steps", "3000",
                              "--yes"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: fake_aws.instances(), 60, "the instance to be launched")

@@ -22,7 +22,7 @@ from app.services.ssh_transport import SshTransport
 from app.services.store import RunStore
 from tests.e2e.conftest import remote_profile
 from tests.ec2.conftest import cloud_init_console, wait_until
-from tests.helpers import TINY_ARGS, TINY_MODEL
+from tests.helpers import TINY_ARGS, TINY_MODEL, paced_spec_fields
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +38,12 @@ def tiny_spec(**fields):
                 workers=0, warmup=1, steps=5)
     base.update(fields)
     return RunSpec(**base)
+
+
+def paced_spec(**fields):
+    """tiny_spec with the paced model (tests/data/models/paced.py): the runs here are about the instance, and a
+    run the test interrupts goes on until it is cancelled, at almost no CPU meanwhile."""
+    return tiny_spec(**{**paced_spec_fields(), **fields})
 
 
 def ec2_profile(sshd=None, name: str = "trn", **launch) -> HostProfile:
@@ -68,7 +74,7 @@ def test_a_run_launches_a_guarded_tagged_instance_trusts_its_console_key_and_ter
                                                                                            data_dir):
     stages: list[tuple[str, str]] = []
     transport = lease(ec2_profile(sshd), data_dir, max_minutes=42, stages=stages)
-    [result] = run_on_hosts([transport], tiny_spec())
+    [result] = run_on_hosts([transport], paced_spec())
 
     assert result["status"] == "ok", result.get("error")
     [instance] = reachable.instances()
@@ -117,7 +123,7 @@ def test_ctrl_c_mid_run_terminates_the_instance(reachable, sshd, data_dir):
             raise KeyboardInterrupt  # what Ctrl-C raises in the thread that follows the run
 
     with pytest.raises(KeyboardInterrupt):
-        run_on_hosts([transport], tiny_spec(steps=400), listener_for=lambda ticket: RunListener(
+        run_on_hosts([transport], paced_spec(steps=400), listener_for=lambda ticket: RunListener(
             on_event=interrupt_at_first_step))
     [instance] = reachable.instances()
     assert instance["State"]["Name"] == "terminated"
@@ -133,7 +139,7 @@ def test_a_spot_interruption_mid_run_ends_it_interrupted_with_its_events_kept(re
     seen = []
 
     def listener_for(ticket):
-        recorder = RunRecorder.start(store, None, ticket.host, tiny_spec().to_dict(), ticket.run_id)
+        recorder = RunRecorder.start(store, None, ticket.host, paced_spec().to_dict(), ticket.run_id)
 
         def on_event(event):
             recorder(event)
@@ -145,7 +151,7 @@ def test_a_spot_interruption_mid_run_ends_it_interrupted_with_its_events_kept(re
 
         return RunListener(on_event=on_event, on_result=recorder.finish)
 
-    [result] = run_on_hosts([transport], tiny_spec(steps=3000), listener_for=listener_for)
+    [result] = run_on_hosts([transport], paced_spec(steps=3000), listener_for=listener_for)
     try:
         assert result["status"] == "interrupted"
         assert result["error"]["kind"] == "InstanceGoneError"
@@ -161,12 +167,12 @@ def test_a_spot_interruption_mid_run_ends_it_interrupted_with_its_events_kept(re
 
 
 def test_keep_leaves_the_instance_for_the_next_run_which_terminates_it(reachable, sshd, data_dir):
-    first = run_on_hosts([lease(ec2_profile(sshd), data_dir, keep=True)], tiny_spec())[0]
+    first = run_on_hosts([lease(ec2_profile(sshd), data_dir, keep=True)], paced_spec())[0]
     assert first["status"] == "ok" and first["ec2"]["kept"] is True
     [instance] = reachable.instances()
     assert instance["State"]["Name"] == "running"
 
-    second = run_on_hosts([lease(ec2_profile(sshd), data_dir)], tiny_spec())[0]
+    second = run_on_hosts([lease(ec2_profile(sshd), data_dir)], paced_spec())[0]
     assert second["status"] == "ok" and second["ec2"]["reused"] is True
     assert second["ec2"]["instance_id"] == instance["InstanceId"]
     assert [i["State"]["Name"] for i in reachable.instances()] == ["terminated"]  # no second instance
@@ -262,6 +268,6 @@ def test_an_instance_reached_through_a_proxycommand_as_with_session_manager(fake
     (ssh_client.home / ".ssh" / "config").write_text(
         f"Host i-*\n    ProxyCommand {sys.executable} {relay} 127.0.0.1 {sshd.port}\n    User {sshd.user}\n")
     fake_aws.console = host_key_console
-    [result] = run_on_hosts([lease(ec2_profile(sshd), data_dir)], tiny_spec())
+    [result] = run_on_hosts([lease(ec2_profile(sshd), data_dir)], paced_spec())
     assert result["status"] == "ok", result.get("error")
     assert [i["State"]["Name"] for i in fake_aws.instances()] == ["terminated"]

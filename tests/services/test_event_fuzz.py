@@ -175,6 +175,8 @@ SAFE = set("\n")
 
 
 def assert_printable(text: str) -> None:
+    if text.replace("\n", "").isprintable():  # the common case, in C (a surrogate is never printable)
+        return
     bad = {c for c in text if (not c.isprintable() and c not in SAFE) or 0xD800 <= ord(c) <= 0xDFFF}
     assert not bad, f"raw control characters reach the terminal: {bad!r}"
 
