@@ -50,8 +50,10 @@ def format_serve_table(result: dict[str, Any]) -> list[str]:
     if not serve:
         return []
     server = serve.get("server") or {}
-    lines = [f"  serve       {server_stack(result)}"
-             + (f", vLLM {server['vllm']}" if server.get("vllm") else "")
+    stack = server_stack(result)
+    if server.get("vllm"):  # vllm (cpu) -> vllm (cpu, vLLM 0.32.0)
+        stack = f"{stack[:-1]}, vLLM {server['vllm']})" if stack.endswith(")") else f"{stack} (vLLM {server['vllm']})"
+    lines = [f"  serve       {stack}"
              + f" · ready in {_num(server.get('ready_s'), '.1f')} s, first request "
                f"{_num(server.get('first_request_s'), '.2f')} s"
              + f" (load {_num(server.get('load_s'), '.1f')} s, apart from the figures)"]

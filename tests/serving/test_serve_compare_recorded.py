@@ -42,3 +42,10 @@ def test_a_real_vllm_run_a_transformers_run_and_an_endpoint_compare_at_the_slo(a
     assert re.match(rf"Serving hf:neuronbench/tiny-random-llama \(16 in / 8 out\) at p99 TPOT ≤ 100 ms, p99 TTFT ≤ "
                     rf"2000 ms, the cheapest per 1M output tokens is {re.escape(cheapest['label'])} at \$", sentence), \
         sentence
+
+
+def test_a_real_vllm_runs_text_names_its_stack_and_vllms_version(app_paths, run_cli):
+    store_recorded(app_paths, "serve-vllm-cpu-tiny.events.jsonl", "m7i-box", VLLM, "m7i.large")
+    shown = run_cli("runs", "show", VLLM)
+    assert shown.code == 0, shown.stderr
+    assert "serve       vllm (cpu, vLLM 0.32.0) · ready in 121.2 s" in shown.stdout, shown.stdout
