@@ -20,7 +20,11 @@ server share the machine's CPUs: on a 2-vCPU VM every other process (other tests
 figures, so rounds alternate and medians are printed; record the machine's state with the figures.
 
     python bench/serve_vs_vllm.py [--levels 1,4,16] [--rounds 5] [--requests 200] [--input-len 32]
-                                  [--output-len 24] [--ours agent|client]
+                                  [--output-len 24] [--ours agent|client] [--split-cpus]
+
+``--split-cpus`` pins the server to CPU 0 and both clients to the other CPUs: vLLM's CPU build keeps two vCPUs busy
+by itself, and on a 2-vCPU machine whichever client runs then starves its API server at random (docs/performance.md);
+pinned apart, each client meets the same server and the comparison is of the clients.
 
 Real vLLM runs one at a time on a shared machine: this script holds /tmp/nb-vllm.lock (flock) while it runs.
 """
@@ -105,7 +109,8 @@ for line in sys.stdin:
 class VllmServer:
     """The real vLLM CPU server, in a process group of its own (its engine core and workers stop with it)."""
 
-    def __init__(self, folder: str, port: int, log: Path, max_num_seqs: int) -> None:
+    def __init__(self, folder: str, port: int, log: Path, max_num_seqs: int,
+                 cpus: set[int] | None = None) -> None:
         self.folder, self.port, self.log = folder, port, log
         env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", VLLM_HOST_IP="127.0.0.1")
         argv = [str(VLLM_VENV / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", folder,
@@ -113,7 +118,7 @@ class VllmServer:
                 "--max-num-seqs", str(max_num_seqs), "--no-enable-prefix-caching", "--seed", "0"]
         with open(log, "wb") as handle:
             self.proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=env,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=_pinned(cpus))
 
     def wait_ready(self, timeout_s: float = 600.0) -> float:
         begin = time.monotonic()
@@ -147,9 +152,10 @@ class VllmServer:
 class VllmBench:
     """`vllm bench serve`'s code, imported once in the vLLM venv, run once per command."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpus: set[int] | None = None) -> None:
         self.proc = subprocess.Popen([str(VLLM_VENV / "bin" / "python"), "-c", VLLM_DRIVER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     preexec_fn=_pinned(cpus))
         json.loads(self.proc.stdout.readline())
 
     def run(self, **cmd: Any) -> dict[str, Any]:
@@ -171,6 +177,13 @@ class VllmBench:
             self.proc.wait()
 
 
+def _pinned(cpus: set[int] | None) -> Any:
+    """A preexec_fn that keeps a process (and all it starts) on ``cpus``; None: anywhere."""
+    if not cpus:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
 def _ours_from(level: dict[str, Any]) -> dict[str, Any]:
     client = level.get("client") or {}
     lag = client.get("send_lag_ms") or {}
@@ -180,14 +193,15 @@ def _ours_from(level: dict[str, Any]) -> dict[str, Any]:
             "lag_p99": lag.get("p99")}
 
 
-def ours_agent(url: str, model: str, c: int, args: argparse.Namespace, data_dir: str) -> dict[str, Any]:
+def ours_agent(url: str, model: str, c: int, args: argparse.Namespace, data_dir: str,
+               cpus: set[int] | None = None) -> dict[str, Any]:
     """`neuronbench run --endpoint`, as a user runs it: the agent, its supervisor and sampler included."""
     env = dict(os.environ, NEURONBENCH_DATA_DIR=data_dir)
     done = subprocess.run([sys.executable, "-m", "app", "run", "--host", "local", "--workload", "serve", "--endpoint",
                            url, "--model", model, "--input-lens", str(args.input_len), "--output-lens",
                            str(args.output_len), "--concurrency", str(c), "--min-iters", str(args.requests),
                            "--duration", "0.01", "--json"], capture_output=True, text=True, cwd=REPO, env=env,
-                          timeout=1800)
+                          timeout=1800, preexec_fn=_pinned(cpus))
     if done.returncode:
         raise SystemExit(f"neuronbench run failed: {done.stderr[-2000:]}")
     [level] = json.loads(done.stdout)[0]["serve"]["levels"]
@@ -228,6 +242,9 @@ def main() -> int:
     parser.add_argument("--output-len", type=int, default=24)
     parser.add_argument("--ours", choices=("agent", "client"), default="agent")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (model, vLLM's log, runs)")
+    parser.add_argument("--split-cpus", action="store_true",
+                        help="the server on CPU 0, both clients (and our agent) on the others: each client then "
+                             "meets the same server, and neither takes CPU from it; without it all share every CPU")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     if not (VLLM_VENV / "bin" / "python").exists():
@@ -243,16 +260,23 @@ def main() -> int:
     shape = subprocess.run([str(VLLM_VENV / "bin" / "python"), "-c", WRITE_FOLDER, str(REPO), str(PRESET), folder],
                            capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
     port = free_port()
-    server = VllmServer(folder, port, work / "vllm.log", max(levels))
+    all_cpus = set(os.sched_getaffinity(0))
+    server_cpus = {min(all_cpus)} if args.split_cpus and len(all_cpus) > 1 else None
+    client_cpus = all_cpus - server_cpus if server_cpus else None
+    server = VllmServer(folder, port, work / "vllm.log", max(levels), server_cpus)
     bench = client = None
     try:
         ready = server.wait_ready()
-        bench = VllmBench()
+        bench = VllmBench(client_cpus)
+        if client_cpus:
+            os.sched_setaffinity(0, client_cpus)  # --ours client runs in this process
         url = f"http://127.0.0.1:{port}"
         client = Client(Endpoint("127.0.0.1", port, folder)) if args.ours == "client" else None
         load_before = _load()
-        print(f"vLLM (vllm-cpu, {VLLM_VENV}) ready in {ready:.0f} s serving {shape}; {os.cpu_count()} CPUs shared by "
-              f"server and clients; load average {load_before}")
+        where = (f"server on CPU {sorted(server_cpus)}, clients on CPUs {sorted(client_cpus)}" if server_cpus else
+                 f"{os.cpu_count()} CPUs shared by server and clients")
+        print(f"vLLM (vllm-cpu, {VLLM_VENV}) ready in {ready:.0f} s serving {shape}; {where}; load average "
+              f"{load_before}")
         print(f"{args.rounds} rounds x levels {levels}, {args.requests} requests each, {args.input_len} in / "
               f"{args.output_len} out; ours = {args.ours}", flush=True)
         runs: dict[int, list[tuple[dict[str, Any], dict[str, Any]]]] = {c: [] for c in levels}
@@ -262,7 +286,7 @@ def main() -> int:
                 def run_ours(c: int = c, first: int = index) -> dict[str, Any]:
                     if client is not None:
                         return ours_client(client, c, args, first)
-                    return ours_agent(url, folder, c, args, str(work / "nb-data"))
+                    return ours_agent(url, folder, c, args, str(work / "nb-data"), client_cpus)
 
                 def run_vllm(c: int = c, seed: int = round_no) -> dict[str, Any]:
                     return bench.run(base_url=url, model=folder, input_len=args.input_len, output_len=args.output_len,
