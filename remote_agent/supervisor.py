@@ -185,7 +185,9 @@ class Supervisor:
         pump.join(timeout=5)
         self.relay()
         code = self.proc.returncode
-        if code != 0 and self.launch_error is None and not self.cancelled:
+        # Stopped by us (a cancel, or the full disk: on_disk_full terminated it): not a death to report.  The
+        # full disk's own sentence is the run's error; "terminated by someone else" before it was wrong.
+        if code != 0 and self.launch_error is None and not self.cancelled and not self.disk_full:
             if pump.said_disk_full():
                 self.on_disk_full()  # the worker died of the full disk: say that, not its traceback
             else:
