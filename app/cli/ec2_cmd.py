@@ -13,7 +13,7 @@ from app.core.quoting import clean
 from app.paths import AppPaths
 from app.services.ec2.aws import AwsClients
 from app.services.ec2.holds import InstanceHolds
-from app.services.ec2.inventory import OwnedInstance, owned_instances, require_region, terminate_instances
+from app.services.ec2.inventory import OwnedInstance, owned_instances, require_region, terminate_owned
 from app.services.hosts_store import HostsStore
 from app.services.pricing import load_pricebook
 
@@ -79,7 +79,7 @@ def handle_list(args: argparse.Namespace) -> int:
 
 
 def handle_cleanup(args: argparse.Namespace) -> int:
-    instances, holds = _owned(args)
+    instances, _ = _owned(args)
     held = [o for o in instances if o.held]
     left = [o for o in instances if not o.held and o.state != "shutting-down"]
     for o in held:
@@ -93,12 +93,6 @@ def handle_cleanup(args: argparse.Namespace) -> int:
             raise BadSpecError(f"{len(left)} instance(s) would be terminated: pass --yes to do it without asking")
         if not ask_yes_no(f"Terminate these {len(left)} instance(s)? [y/N] "):
             raise NeuronBenchError("nothing terminated")
-    by_region: dict[str, list[str]] = {}
-    for o in left:
-        by_region.setdefault(o.region, []).append(o.instance_id)
-    for region, ids in by_region.items():
-        terminate_instances(AwsClients(region), ids)
-        for instance_id in ids:
-            holds.forget(instance_id=instance_id)
-            print(f"terminated {instance_id}", file=sys.stderr)
+    for instance_id in terminate_owned(left, AppPaths.resolve(args.data_dir)):
+        print(f"terminated {instance_id}", file=sys.stderr)
     return 0

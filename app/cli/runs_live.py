@@ -168,13 +168,7 @@ def _attach_cluster(args: argparse.Namespace, paths: AppPaths, store: RunStore, 
     finally:
         for transport in transports:
             transport.close()
-    print(format_result(result))
-    if result.get("status") != "ok":
-        print(clean(f"neuronbench: error: run {result.get('status')} on {result.get('host')}: "
-                    f"{(result.get('error') or {}).get('message', 'no reason given')}", SENTENCE_LIMIT),
-              file=sys.stderr)
-        return 1
-    return 0
+    return _show_attached(args, result, result.get("host"))
 
 
 def _slurm_run(args: argparse.Namespace, paths: AppPaths, hello: dict[str, Any], **kwargs: Any) -> SlurmRun:
@@ -205,7 +199,7 @@ def _attach_slurm(args: argparse.Namespace, paths: AppPaths, store: RunStore, bo
         result = recorder.finish(slurm.attach(store.events(run_id)))
     finally:
         slurm.login.close()
-    return _show_attached(args, result, result.get('host'))
+    return _show_attached(args, result, result.get("host"))
 
 
 def _cancel_slurm(args: argparse.Namespace, paths: AppPaths, hello: dict[str, Any]) -> int:

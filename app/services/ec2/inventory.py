@@ -206,7 +206,7 @@ def owned_in_saved_regions(paths: AppPaths, now: float | None = None) -> list[Ow
 
 
 def terminate_owned(instances: list[OwnedInstance], paths: AppPaths) -> list[str]:
-    """Terminate these instances (grouped by region); returns their ids."""
+    """Terminate these instances (grouped by region) and forget their holds; returns their ids."""
     holds = InstanceHolds(paths.data)
     by_region: dict[str, list[str]] = {}
     for o in instances:
