@@ -71,3 +71,19 @@ def test_errors_count_against_the_slo_and_show_as_a_rate(qtbot):
     assert item.toolTip() == "error rate 33.3% > 1%"  # judged by the agent's rule, llm_figures.level_meets
     assert item.foreground().color() == theme.error_text_colour(sweep.palette())
 
+
+
+def test_levels_that_arrive_one_by_one_update_the_rows_without_qt_complaining(qtbot, qtlog):
+    """The live path: the table grows a level at a time and its cells are rewritten, not set again (Qt
+    refuses, with a warning on the user's terminal, an item the table already owns)."""
+    def level(concurrency: int, tok_s: float) -> dict:
+        return {"input_len": 16, "output_len": 8, "concurrency": concurrency, "requests": 20, "completed": 20,
+                "errors": 0, "ttft_ms": {"p50": 20.0, "p99": 40.0}, "tpot_ms": {"p50": 5.0, "p99": 9.0},
+                "output_tok_s": tok_s}
+    sweep = ServeSweep({})
+    qtbot.addWidget(sweep)
+    sweep.show_levels([level(1, 100.0)])
+    sweep.show_levels([level(1, 100.0), level(2, 180.0)])
+    assert [sweep.cell_text(i, "Load") for i in range(2)] == ["c=1", "c=2"]
+    assert [sweep.cell_text(i, "output tok/s") for i in range(2)] == ["100.0", "180.0"]
+    assert [r.message for r in qtlog.records if "QTableWidget" in r.message] == []

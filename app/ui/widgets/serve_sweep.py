@@ -73,8 +73,10 @@ class ServeSweep(QSplitter):
                      _num(row["ttft_p99_ms"], ".3g"), _num(row["tpot_p50_ms"], ".3g"), _num(row["tpot_p99_ms"], ".3g"),
                      _num(row["output_tok_s"], ",.1f"), slo_word(row))
             for column, text in enumerate(cells):
-                item = self.table.item(index, column) or QTableWidgetItem()
-                self.table.setItem(index, column, item)
+                item = self.table.item(index, column)
+                if item is None:  # a cell's item is set once: Qt refuses to set an item the table already owns
+                    item = QTableWidgetItem()
+                    self.table.setItem(index, column, item)
                 item.setText(text)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 item.setToolTip(tip)
