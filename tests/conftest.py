@@ -77,6 +77,19 @@ def run_cli(cli_env: dict[str, str]):
     return run
 
 
+@pytest.fixture(autouse=True)
+def _qt_garbage_collected_on_the_gui_thread(request: pytest.FixtureRequest) -> None:
+    """As the app does (make_application): wherever a test has a QApplication, a worker thread (the bridge's,
+    moto's server, paramiko's) never collects cycles holding Qt objects (app/ui/gc_on_gui_thread.py: a freeze
+    or a crash in ~QObject).  Here, not in tests/ui/conftest.py: tests/ec2/test_gui.py opens the real window
+    beside a moto server thread, and a worker that ran it before any tests/ui test had no such guard."""
+    if "qapp" in request.fixturenames:
+        request.getfixturevalue("qapp")
+        from app.ui.gc_on_gui_thread import collect_garbage_on_gui_thread
+
+        collect_garbage_on_gui_thread()
+
+
 @pytest.fixture
 def app_paths(data_dir: Path):
     from app.paths import AppPaths

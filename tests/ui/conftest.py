@@ -14,7 +14,6 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
 from app.services.replay import ReplayTransport, live_stream, read_events, virtual_clock
-from app.ui.gc_on_gui_thread import collect_garbage_on_gui_thread
 from app.ui.main_window import MainWindow
 from app.ui.settings import AppSettings
 from remote_agent.protocol import RunSpec
@@ -25,12 +24,6 @@ from tests.ui.stored_runs import copy_store, stored_runs  # noqa: F401
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 LEAK_WAIT_MS = 15_000
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _garbage_collected_on_the_gui_thread(qapp):
-    """As the app does (make_application): a worker thread never collects cycles holding Qt objects."""
-    return collect_garbage_on_gui_thread()
 
 
 @pytest.fixture(scope="session", autouse=True)
