@@ -21,6 +21,7 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PySide6.QtCore import Qt
 
 from app.cli.monitor_cmd import screen_lines
 from app.cli.progress import ProgressPrinter
@@ -42,7 +43,6 @@ from app.services.store import RunStore
 from app.services.transport import AgentProcess, Transport
 from app.ui.models.run_state import LiveRunState
 from app.ui.models.runs_table import COLUMNS, RunsTableModel
-from app.ui.models.runs_table import _cells as runs_table_cells
 from remote_agent.capacity import nproc_problem
 from remote_agent.protocol import ProtocolError, RunSpec, SeqTracker, decode
 from tests.conftest import DATA
@@ -275,14 +275,25 @@ def read_by_type(event: dict, original: dict) -> None:
 def read_stored(run: StoredRun, other: StoredRun) -> None:
     """A stored run as History, `runs show`, compare and the report read it (its times come from events' t)."""
     assert_printable(format_run_detail(run, 0, None) + format_run_list([run]))
-    for column, (text, _sort) in zip(COLUMNS, runs_table_cells(run), strict=True):
-        assert_printable(text + RunsTableModel._tooltip(run, column))
+    history = RunsTableModel()  # History's rows as the view reads them: each cell's text and tooltip
+    history.set_runs([run])
+    for column in range(len(COLUMNS)):
+        index = history.index(0, column)
+        assert_printable(history.data(index) + (history.data(index, Qt.ItemDataRole.ToolTipRole) or ""))
     try:
         doc = compare_runs([run, other], BOOK)
     except CompareError:
         return  # e.g. no run has a figure to compare: one sentence (reporting.py turns it into the CLI's)
     summary(doc)
     json.dumps(build_report([RunMaterial(run), RunMaterial(other)], doc, "fuzz", run.ended_at or 0.0, []))
+
+
+def test_a_backend_and_neuron_options_with_control_characters_reach_history_escaped():
+    """The case the fuzz found (issue 28 put the backend's Neuron options in History's Backend column)."""
+    [original] = [e for e in RECORDED["infer-cpu-tiny"] if e["type"] == "result"]
+    result = dict(original["result"], backend="\x1b[2J\x07\r",
+                  spec=dict(original["result"]["spec"], neuron_stack="\x1b]0;owned\x07", neuron_cc_flags="-O1\r"))
+    read_stored(stored_run(result, "a"), stored_run(dict(original["result"], host="b"), "b"))
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
