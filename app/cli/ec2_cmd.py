@@ -38,7 +38,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     cleanup.set_defaults(handler=handle_cleanup)
 
 
-def _owned(args: argparse.Namespace) -> tuple[list[OwnedInstance], InstanceHolds]:
+def _owned(args: argparse.Namespace) -> list[OwnedInstance]:
     paths = AppPaths.resolve(args.data_dir)
     regions = require_region(args.region, [p.ec2.region for p in HostsStore(paths.config).list() if p.ec2])
     holds = InstanceHolds(paths.data)
@@ -49,7 +49,7 @@ def _owned(args: argparse.Namespace) -> tuple[list[OwnedInstance], InstanceHolds
     found = []
     for region in regions:
         found += owned_instances(AwsClients(region), holds, book)
-    return found, holds
+    return found
 
 
 def format_owned(instances: list[OwnedInstance], now: float | None = None) -> str:
@@ -65,7 +65,7 @@ def format_owned(instances: list[OwnedInstance], now: float | None = None) -> st
 
 
 def handle_list(args: argparse.Namespace) -> int:
-    instances, _ = _owned(args)
+    instances = _owned(args)
     if args.json:
         json.dump([o.to_dict() for o in instances], sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -79,7 +79,7 @@ def handle_list(args: argparse.Namespace) -> int:
 
 
 def handle_cleanup(args: argparse.Namespace) -> int:
-    instances, _ = _owned(args)
+    instances = _owned(args)
     held = [o for o in instances if o.held]
     left = [o for o in instances if not o.held and o.state != "shutting-down"]
     for o in held:
